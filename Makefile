@@ -1,0 +1,48 @@
+# attnlab: `make reproduce` regenerates the figures, `make test` checks the code and the notebooks.
+# Both create the environment (.venv, torch pinned to the CPU build 2.13.0) when it is missing.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SCALE ?=
+NOTEBOOKS ?=
+NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+
+.PHONY: help env reproduce test lint format store-notebooks clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+	@echo "  variables: SCALE=smoke|cpu|gpu|paper (default gpu with CUDA, else cpu), NOTEBOOKS=xsa,..."
+
+env: $(STAMP) ## create .venv and install attnlab (editable) with its test tools
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[dev]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
+	touch $@
+
+reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS) into build/, figures into figures/<scale>/
+	$(PY) -m attnlab.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+
+test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale notebooks
+	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q $(NBVAL_FLAGS) notebooks
+
+lint: $(STAMP) ## ruff lint and format check (code and notebooks)
+	$(VENV)/bin/ruff check lib tests notebooks
+	$(VENV)/bin/ruff format --check lib tests notebooks
+
+format: $(STAMP) ## apply ruff fixes and formatting
+	$(VENV)/bin/ruff check --fix lib tests notebooks
+	$(VENV)/bin/ruff format lib tests notebooks
+
+store-notebooks: $(STAMP) ## re-execute the notebooks at smoke scale and store their outputs (for nbval)
+	$(PY) -m attnlab.run --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+
+clean: ## remove build outputs and the results cache (keeps .venv and downloaded data)
+	rm -rf build figures/smoke

@@ -1,0 +1,165 @@
+"""A GPT-style causal language model (pre-LayerNorm, nanoGPT shape) whose attention kind is set per layer.
+
+``GPT.run_with_cache`` returns, from the same forward pass that produced the logits, each layer's attention
+intermediates (q, k, v, pattern, y, z): the metrics read these instead of re-implementing the model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlab.attention import ATTENTION_KINDS
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Model shape. ``attn`` is one kind for every layer or a tuple with one kind per layer."""
+
+    vocab_size: int = 256
+    block_size: int = 256  # longest context
+    n_layer: int = 4
+    d_model: int = 128
+    n_head: int = 4
+    head_dim: int = 32  # set independently of d_model / n_head (XSA paper, Table 1)
+    n_kv_head: int | None = None  # grouped-query attention; None = n_head
+    d_ff: int | None = None  # None = 4 * d_model
+    pos: Literal["rope", "learned"] = "rope"
+    embed_norm: bool = False  # LayerNorm right after the token embedding (XSA paper setup)
+    attn: str | tuple[str, ...] = "sa"
+    bias: bool = False
+    tie_embeddings: bool = True
+
+    def __post_init__(self) -> None:
+        kinds = self.layer_kinds
+        unknown = sorted(set(kinds) - set(ATTENTION_KINDS))
+        if unknown:
+            raise ValueError(f"unknown attention kind(s) {unknown}; known: {sorted(ATTENTION_KINDS)}")
+        if len(kinds) != self.n_layer:
+            raise ValueError(f"attn names {len(kinds)} layers, the model has {self.n_layer}")
+        if self.n_head % self.kv_heads:
+            raise ValueError(f"n_head={self.n_head} is not a multiple of n_kv_head={self.kv_heads}")
+        if self.pos not in ("rope", "learned"):
+            raise ValueError(f"pos must be 'rope' or 'learned', got {self.pos!r}")
+
+    @property
+    def layer_kinds(self) -> tuple[str, ...]:
+        return (self.attn,) * self.n_layer if isinstance(self.attn, str) else tuple(self.attn)
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_head or self.n_head
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        d_ff = cfg.d_ff or 4 * cfg.d_model
+        self.up = nn.Linear(cfg.d_model, d_ff, bias=cfg.bias)
+        self.down = nn.Linear(d_ff, cfg.d_model, bias=cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig, kind: str) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+        self.attn = ATTENTION_KINDS[kind](cfg)
+        self.ln_2 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor, capture: dict | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), capture)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.d_model) if cfg.pos == "learned" else None
+        self.ln_emb = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.embed_norm else None
+        self.blocks = nn.ModuleList(Block(cfg, kind) for kind in cfg.layer_kinds)
+        self.ln_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.wte.weight
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():  # GPT-2: scale the residual projections by depth
+            if name.endswith(("o_proj.weight", "down.weight")):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        cache: list[dict] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """idx (B, T) token ids -> logits (B, T, V) and, given targets (B, T), the mean cross-entropy.
+
+        If ``cache`` is a list, one dict of attention intermediates per layer is appended to it.
+        """
+        B, T = idx.shape
+        if T > self.cfg.block_size:
+            raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
+        x = self.wte(idx)  # (B, T, D)
+        if self.wpe is not None:
+            x = x + self.wpe(torch.arange(T, device=idx.device))
+        if self.ln_emb is not None:
+            x = self.ln_emb(x)
+        for block in self.blocks:
+            capture = None
+            if cache is not None:
+                capture = {}
+                cache.append(capture)
+            x = block(x, capture)
+        logits = self.lm_head(self.ln_f(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+        return logits, loss
+
+    def run_with_cache(self, idx: torch.Tensor) -> tuple[torch.Tensor, list[dict]]:
+        """Logits and the per-layer intermediates (q, k, v, pattern, y, z) of the same forward pass."""
+        cache: list[dict] = []
+        logits, _ = self(idx, cache=cache)
+        return logits, cache
+
+    def param_group(self, name: str) -> str:
+        """The learning-rate group of a parameter: embed, qk, ov, mlp, norm or head."""
+        if name.startswith(("wte", "wpe")):
+            return "embed"
+        if name.endswith(("q_proj.weight", "k_proj.weight", "q_proj.bias", "k_proj.bias")):
+            return "qk"
+        if ".attn." in name:
+            return "ov"
+        if ".mlp." in name:
+            return "mlp"
+        if name.startswith("lm_head"):
+            return "head"
+        return "norm"
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        """Parameter count; by default without the token/position embeddings (tied head not counted twice)."""
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.wte.weight.numel() + (self.wpe.weight.numel() if self.wpe is not None else 0)
+        return n
