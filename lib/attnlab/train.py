@@ -1,0 +1,245 @@
+"""Language-model trainer: AdamW with per-group learning rates, linear warm-up then cosine decay, gradient
+clipping, periodic validation, atomic checkpoints and bit-for-bit resume.
+
+Batches are drawn from a generator seeded by (seed, step), so a run resumed from a checkpoint sees exactly the
+batches an uninterrupted run would have seen; with the same thread count a CPU run is repeatable bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from attnlab.model import GPT, GPTConfig
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 1000
+    batch_size: int = 32
+    seq_len: int = 128
+    lr: float = 1e-3
+    warmup_steps: int = 100
+    min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio (XSA paper: 1/10)
+    weight_decay: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.95)
+    grad_clip: float = 1.0
+    lr_scale: dict[str, float] = field(default_factory=dict)  # per GPT.param_group multipliers
+    eval_every: int = 100
+    eval_batches: int = 8  # validation: eval_batches x batch_size fixed windows
+    checkpoint_every: int = 250
+    seed: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    model: GPT
+    history: dict[str, list[float]]  # step, train_loss, lr (every step); val_step, val_loss
+    timing: dict[str, float]  # seconds and steps of timed training (validation excluded), tokens_per_step
+    cached: bool = False
+
+    @property
+    def final_val_loss(self) -> float:
+        return self.history["val_loss"][-1]
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Training throughput of the steps this process (or the run it resumed) actually computed."""
+        return self.timing["steps"] * self.timing["tokens_per_step"] / max(self.timing["seconds"], 1e-9)
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``"auto"`` picks CUDA when available, else CPU; anything else must be a device torch knows."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but CUDA is not available")
+    return dev
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up over ``warmup_steps``, then cosine decay from lr to lr * min_lr_ratio at the last step."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - 1 - cfg.warmup_steps)
+    floor = cfg.lr * cfg.min_lr_ratio
+    return floor + 0.5 * (cfg.lr - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with one parameter group per (``GPT.param_group``, decayed?) pair; matrices are decayed."""
+    groups: dict[tuple[str, bool], list[torch.nn.Parameter]] = {}
+    for name, p in model.named_parameters():
+        groups.setdefault((model.param_group(name), p.dim() >= 2), []).append(p)
+    unknown = set(cfg.lr_scale) - {g for g, _ in groups}
+    if unknown:
+        raise ValueError(f"lr_scale names unknown parameter groups {sorted(unknown)}")
+    param_groups = [
+        {
+            "params": params,
+            "name": name,
+            "lr_scale": cfg.lr_scale.get(name, 1.0),
+            "weight_decay": cfg.weight_decay if decay else 0.0,
+        }
+        for (name, decay), params in sorted(groups.items())
+    ]
+    return torch.optim.AdamW(param_groups, lr=cfg.lr, betas=cfg.betas)
+
+
+def _step_generator(seed: int, step: int) -> torch.Generator:
+    state = np.random.SeedSequence([seed, step]).generate_state(2, dtype=np.uint64)[0]
+    return torch.Generator().manual_seed(int(state) >> 1)
+
+
+def sample_batch(
+    tokens: torch.Tensor, batch_size: int, seq_len: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows of a 1-D token tensor: inputs and next-token targets, each (B, T) int64."""
+    starts = torch.randint(len(tokens) - seq_len - 1, (batch_size,), generator=generator)
+    windows = tokens[starts[:, None] + torch.arange(seq_len + 1)].long()  # (B, T + 1)
+    return windows[:, :-1], windows[:, 1:]
+
+
+def validation_windows(tokens: torch.Tensor, n: int, seq_len: int) -> torch.Tensor:
+    """``n`` evenly spaced windows of length seq_len + 1 over the split: the same for every run and seed."""
+    starts = torch.linspace(0, len(tokens) - seq_len - 1, n).long()
+    return tokens[starts[:, None] + torch.arange(seq_len + 1)].long()  # (n, T + 1)
+
+
+@torch.no_grad()
+def evaluate(model: GPT, windows: torch.Tensor, batch_size: int, device: torch.device) -> float:
+    """Mean next-token cross-entropy (nats) over validation windows."""
+    model.eval()
+    total = 0.0
+    for chunk in windows.split(batch_size):
+        chunk = chunk.to(device)
+        _, loss = model(chunk[:, :-1], chunk[:, 1:])
+        total += loss.item() * len(chunk)
+    model.train()
+    return total / len(windows)
+
+
+def atomic_save(obj: object, path: Path) -> None:
+    """torch.save to a temporary sibling, then rename: a crash never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _progress(total: int, initial: int, desc: str, enabled: bool) -> tqdm:
+    # Outside a terminal (papermill, CI logs) refresh rarely so the log stays a few readable lines.
+    interactive = sys.stderr.isatty()
+    return tqdm(
+        total=total,
+        initial=initial,
+        desc=desc,
+        disable=not enabled,
+        file=sys.stderr,
+        ascii=not interactive,
+        ncols=100,
+        mininterval=0.5 if interactive else 15.0,
+    )
+
+
+def train(
+    model_cfg: GPTConfig,
+    cfg: TrainConfig,
+    data: dict[str, torch.Tensor],
+    *,
+    device: str = "auto",
+    run_dir: Path | None = None,
+    progress: bool = True,
+    desc: str = "train",
+    on_step: Callable[[int], None] | None = None,
+) -> TrainResult:
+    """Train a GPT on ``data["train"]``, validating on ``data["validation"]`` (1-D token tensors).
+
+    With ``run_dir``, a checkpoint is written there every ``checkpoint_every`` steps and an existing one is
+    resumed from; the resumed run ends with the same weights and losses as an uninterrupted one.
+    ``on_step(step)`` is called after each completed step (tests use it to simulate an interruption).
+    """
+    dev = resolve_device(device)
+    torch.manual_seed(cfg.seed)
+    model = GPT(model_cfg).to(dev)
+    opt = make_optimizer(model, cfg)
+    history: dict[str, list[float]] = {k: [] for k in ("step", "train_loss", "lr", "val_step", "val_loss")}
+    timing = {"seconds": 0.0, "steps": 0, "tokens_per_step": cfg.batch_size * cfg.seq_len}
+    ckpt_path = run_dir / "checkpoint.pt" if run_dir is not None else None
+    start = 0
+    if ckpt_path is not None and ckpt_path.exists():
+        state = torch.load(ckpt_path, map_location=dev, weights_only=True)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        start, history, timing = state["step"], state["history"], state["timing"]
+    val = validation_windows(data["validation"], cfg.eval_batches * cfg.batch_size, cfg.seq_len)
+    if start == 0:
+        history["val_step"].append(0)
+        history["val_loss"].append(evaluate(model, val, cfg.batch_size, dev))
+
+    bar = _progress(cfg.steps, start, desc, progress)
+    for step in range(start, cfg.steps):
+        t0 = time.perf_counter()
+        lr = lr_at(step, cfg)
+        for group in opt.param_groups:
+            group["lr"] = lr * group["lr_scale"]
+        x, y = sample_batch(data["train"], cfg.batch_size, cfg.seq_len, _step_generator(cfg.seed, step))
+        _, loss = model(x.to(dev), y.to(dev))
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            bar.close()
+            raise TrainingDiverged(
+                f"{desc}: loss became {loss_value} at step {step} (lr {lr:.3g}); lower the learning "
+                "rate or check the data. No result was written."
+            )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        timing["seconds"] += time.perf_counter() - t0
+        timing["steps"] += 1
+        history["step"].append(step + 1)
+        history["train_loss"].append(loss_value)
+        history["lr"].append(lr)
+        done = step + 1
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            history["val_step"].append(done)
+            history["val_loss"].append(evaluate(model, val, cfg.batch_size, dev))
+            bar.set_postfix(train=f"{loss_value:.3f}", val=f"{history['val_loss'][-1]:.3f}", refresh=False)
+        if ckpt_path is not None and done % cfg.checkpoint_every == 0 and done < cfg.steps:
+            atomic_save(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "step": done,
+                    "history": history,
+                    "timing": timing,
+                },
+                ckpt_path,
+            )
+        bar.update(1)
+        if on_step is not None:
+            on_step(done)
+    bar.close()
+    return TrainResult(model, history, timing)

@@ -1,0 +1,106 @@
+"""Trainer: repeatability, resume, divergence, schedule and parameter groups."""
+
+import math
+
+import pytest
+import torch
+
+import attnlab.train as train_module
+from attnlab.model import GPT, GPTConfig
+from attnlab.train import (
+    TrainConfig,
+    TrainingDiverged,
+    lr_at,
+    make_optimizer,
+    train,
+)
+
+MODEL = GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=32, attn="xsa")
+CFG = TrainConfig(
+    steps=12, batch_size=4, seq_len=32, lr=3e-3, warmup_steps=3, eval_every=4, eval_batches=2,
+    checkpoint_every=5,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def data():
+    g = torch.Generator().manual_seed(0)
+    text = torch.randint(0, 40, (4000,), generator=g, dtype=torch.uint8)
+    return {"train": text[:3500], "validation": text[3500:]}
+
+
+def test_same_seed_same_losses_and_weights(data):
+    a = train(MODEL, CFG, data, device="cpu", progress=False)
+    b = train(MODEL, CFG, data, device="cpu", progress=False)
+    assert a.history == b.history
+    for (name, p), q in zip(a.model.state_dict().items(), b.model.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
+    c = train(MODEL, CFG.__class__(**{**CFG.to_dict(), "seed": 1}), data, device="cpu", progress=False)
+    assert c.history["train_loss"] != a.history["train_loss"]
+
+
+def test_interrupted_and_resumed_run_equals_uninterrupted(data, tmp_path):
+    reference = train(MODEL, CFG, data, device="cpu", progress=False)
+
+    def interrupt(step: int) -> None:
+        if step == 7:  # after the checkpoint at step 5, before the end
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(MODEL, CFG, data, device="cpu", run_dir=tmp_path, progress=False, on_step=interrupt)
+    assert (tmp_path / "checkpoint.pt").exists()
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["step"] == 5
+    resumed = train(MODEL, CFG, data, device="cpu", run_dir=tmp_path, progress=False)
+    assert resumed.history == reference.history
+    for p, q in zip(resumed.model.parameters(), reference.model.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_nan_loss_stops_with_clear_message(data, tmp_path, monkeypatch):
+    built = []
+    monkeypatch.setattr(train_module, "GPT", lambda cfg: built.append(GPT(cfg)) or built[-1])
+
+    def poison(step: int) -> None:  # a weight turns NaN after step 2, as a blown-up update would
+        if step == 2:
+            next(built[0].parameters()).data.fill_(float("nan"))
+
+    with pytest.raises(TrainingDiverged, match=r"loss became nan at step 2"):
+        train(MODEL, CFG, data, device="cpu", run_dir=tmp_path, progress=False, on_step=poison)
+    assert not (tmp_path / "result.pt").exists()
+
+
+def test_warmup_then_cosine_to_a_tenth():
+    cfg = TrainConfig(steps=101, lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
+    assert lr_at(0, cfg) == pytest.approx(0.1)
+    assert lr_at(9, cfg) == pytest.approx(1.0)
+    assert lr_at(10, cfg) == pytest.approx(1.0)
+    assert lr_at(100, cfg) == pytest.approx(0.1)
+    mid = lr_at(55, cfg)
+    assert mid == pytest.approx(0.1 + 0.45 * (1 + math.cos(math.pi * 0.5)))
+    assert all(lr_at(s, cfg) >= lr_at(s + 1, cfg) for s in range(10, 100))
+
+
+def test_parameter_groups_get_their_own_learning_rates(data):
+    model = GPT(MODEL)
+    opt = make_optimizer(model, TrainConfig(lr_scale={"qk": 4.0, "embed": 0.5}))
+    by_param = {id(p): g for g in opt.param_groups for p in g["params"]}
+    blocks = model.blocks[0].attn
+    assert by_param[id(blocks.q_proj.weight)]["lr_scale"] == 4.0
+    assert by_param[id(blocks.k_proj.weight)]["lr_scale"] == 4.0
+    assert by_param[id(blocks.v_proj.weight)]["lr_scale"] == 1.0
+    assert by_param[id(model.wte.weight)]["lr_scale"] == 0.5
+    assert by_param[id(model.ln_f.weight)]["weight_decay"] == 0.0
+    assert by_param[id(blocks.o_proj.weight)]["weight_decay"] == CFG.weight_decay
+    assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))
+    with pytest.raises(ValueError, match="unknown parameter groups"):
+        make_optimizer(model, TrainConfig(lr_scale={"qv": 2.0}))
+    # the scale reaches the optimizer's learning rate during training
+    cfg = TrainConfig(**{**CFG.to_dict(), "steps": 1, "lr_scale": {"qk": 0.0}})
+    result = train(MODEL, cfg, data, device="cpu", progress=False)
+    torch.manual_seed(cfg.seed)
+    init = GPT(MODEL)
+    q_after = result.model.blocks[0].attn.q_proj.weight
+    # a zero learning rate leaves only weight decay, which is also scaled by lr: q is unchanged
+    assert torch.equal(q_after, init.blocks[0].attn.q_proj.weight)
+    assert not torch.equal(result.model.blocks[0].attn.v_proj.weight, init.blocks[0].attn.v_proj.weight)
