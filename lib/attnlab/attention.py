@@ -25,7 +25,7 @@ def exclusive(y: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """XSA projection (paper eq. 2 / Algorithm 1): z_i = y_i - (y_i . v_i) v_i / ||v_i||^2, per head.
 
     ``y`` is (B, H, T, d); ``v`` is (B, H, T, d) or (B, H_kv, T, d) with H a multiple of H_kv (grouped-query
-    attention: each value head is broadcast over its group of H / H_kv query heads through a view, not copied).
+    attention: each value head is broadcast over its group of H / H_kv query heads by a view, not copied).
     Where v_i = 0 the projection is the identity (``F.normalize`` clamps the norm), so no NaN appears.
     """
     B, H, T, d = y.shape

@@ -1,7 +1,8 @@
 """Where attnlab keeps data, build outputs and figures.
 
-Inside a checkout the folders are the repository's own ``data/``, ``build/`` and ``figures/``; an installed copy
-(e.g. on Colab) uses ``~/.cache/attnlab``. ``ATTNLAB_DATA``, ``ATTNLAB_BUILD`` and ``ATTNLAB_FIGURES`` override each.
+Inside a checkout the folders are the repository's own ``data/``, ``build/`` and ``figures/``; an
+installed copy (e.g. on Colab) uses ``~/.cache/attnlab``. ``ATTNLAB_DATA``, ``ATTNLAB_BUILD`` and
+``ATTNLAB_FIGURES`` override each.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -75,7 +75,7 @@ def resolve_device(device: str = "auto") -> torch.device:
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up over ``warmup_steps``, then cosine decay from lr to lr * min_lr_ratio at the last step."""
+    """Linear warm-up over ``warmup_steps``, then cosine decay from lr to lr * min_lr_ratio at the end."""
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     progress = (step - cfg.warmup_steps) / max(1, cfg.steps - 1 - cfg.warmup_steps)

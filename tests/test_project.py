@@ -1,0 +1,77 @@
+"""Project-level checks: the conda environment mirrors pyproject, every notebook has its own Colab badge, an
+install cell for Colab and a documented parameters cell."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import tomllib
+import yaml
+from packaging.requirements import Requirement
+
+from attnlab.run import NOTEBOOKS
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+REPO_URL = PYPROJECT["project"]["urls"]["Repository"]  # the one place the repository URL is set
+NOTEBOOK_PATHS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _names(requirements):
+    return {
+        Requirement(r).name.lower().replace("_", "-"): str(Requirement(r).specifier) for r in requirements
+    }
+
+
+def test_environment_yml_mirrors_pyproject():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert env["name"] == "attnlab"
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    assert "python=3.11" in conda and "pip" in conda
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "-e ." in pip
+    env_reqs = _names(r for r in pip if r != "-e .")
+    project = PYPROJECT["project"]
+    wanted = _names(project["dependencies"] + project["optional-dependencies"]["dev"])
+    assert env_reqs.keys() == wanted.keys()
+    for name, spec in wanted.items():
+        if name != "torch":  # pinned to the CPU build there, a loose range in pyproject
+            assert env_reqs[name] == spec, name
+    assert env_reqs["torch"] == "==2.13.0"
+
+
+def test_every_paper_notebook_exists():
+    assert {p.stem for p in NOTEBOOK_PATHS} == set(NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)
+def test_colab_badge_points_at_its_own_notebook(path):
+    nb = json.loads(path.read_text())
+    first = "".join(nb["cells"][0]["source"])
+    links = re.findall(r"\(https://colab\.research\.google\.com/github/([^)]+)\)", first)
+    repo = REPO_URL.removeprefix("https://github.com/")
+    assert links == [f"{repo}/blob/main/notebooks/{path.name}"]
+    install = "".join(nb["cells"][1]["source"])
+    assert "google.colab" in install and f"git+{REPO_URL}" in install
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)
+def test_parameters_cell_is_typed_and_documented(path):
+    import papermill
+
+    declared = papermill.inspect_notebook(str(path))
+    assert {"scale", "device"} <= declared.keys()
+    assert "seeds" in declared or "seed" in declared
+    for name, p in declared.items():
+        assert p["inferred_type_name"] != "None", f"{name} has no type annotation"
+        assert p["help"], f"{name} has no help comment"
+    assert declared["scale"]["default"] == '"smoke"'  # the stored outputs are smoke-scale ones
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)
+def test_stored_notebook_carries_executed_outputs(path):
+    nb = json.loads(path.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(c["execution_count"] for c in code[1:]), "run `make store-notebooks`"
+    assert not any(o.get("output_type") == "error" for c in code for o in c["outputs"])

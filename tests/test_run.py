@@ -1,0 +1,58 @@
+"""The runner rejects bad parameters before any compute, with a clear message."""
+
+import pytest
+
+from attnlab import run
+from attnlab.papers import xsa
+from attnlab.params import ParameterError
+
+
+@pytest.fixture
+def no_execution(monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("a notebook was executed despite bad parameters")
+
+    monkeypatch.setattr(run, "execute", fail)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "sedes=[1]"], "unknown parameter(s) ['sedes']"),
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "seeds=[-1]"], "seeds must be a list"),
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "seeds=[1, 1]"], "seeds must be distinct"),
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "sizes=['9L']"], "sizes: unknown ['9L']"),
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "device=cuda:0"], "CUDA is not available"),
+        (["--scale", "cpu", "--notebooks", "nope"], "unknown notebook 'nope'"),
+        (["--scale", "cpu", "-p", "seeds"], "key=value"),
+        (["--store", "-p", "seeds=[3]"], "--store runs the notebooks with their stored"),
+    ],
+)
+def test_bad_parameters_fail_fast(argv, message, no_execution, capsys):
+    assert run.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_scale_is_rejected_by_the_cli(no_execution):
+    with pytest.raises(SystemExit):
+        run.main(["--scale", "huge"])
+
+
+def test_notebook_defaults_resolve_to_smoke():
+    params = run.resolve_parameters("xsa", {})
+    assert params == {"scale": "smoke", "seeds": [], "device": "auto", "sizes": []}
+    assert run.resolve_parameters("xsa", {"scale": "cpu"})["scale"] == "cpu"
+
+
+def test_configure_validates_and_resolves_presets():
+    exp = xsa.configure(scale="cpu")
+    assert exp.seeds == xsa.PRESETS["cpu"].seeds
+    assert exp.sizes == tuple(xsa.PRESETS["cpu"].sizes)
+    assert xsa.configure(scale="cpu", seeds=[5], sizes=["2L-64d"]).sizes == ("2L-64d",)
+    with pytest.raises(ParameterError, match="scale must be one of"):
+        xsa.configure(scale="tiny")
+
+
+def test_parse_assignment_reads_literals_and_strings():
+    assert run.parse_assignment("seeds=[0, 1]") == ("seeds", [0, 1])
+    assert run.parse_assignment("device=cpu") == ("device", "cpu")
