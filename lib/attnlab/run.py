@@ -127,9 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             execute(source, target, {}, log_output=not args.quiet)
             strip_noise(target)
             os.replace(target, source)
+            target = source
         else:
             target = paths.build_dir() / "notebooks" / scale / f"{name}.ipynb"
-            execute(source, target, {k: v for k, v in params.items()}, log_output=not args.quiet)
+            execute(source, target, params, log_output=not args.quiet)
         walls[name] = time.perf_counter() - start
         print(f"[{i}/{len(plan)}] {name} done in {walls[name] / 60:.1f} min -> {target}", flush=True)
 
