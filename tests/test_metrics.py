@@ -20,6 +20,22 @@ def test_similarity_bias_on_a_hand_built_layer():
     torch.testing.assert_close(out["cos_yv"], torch.tensor([[1.0]]))
     # z vs v at positions 1..3: cos = 1, 0, 0
     torch.testing.assert_close(out["cos_zv"], torch.tensor([[1 / 3]]))
+    # |z_i . v_i| / (|y_i| |v_i|) at positions 1..3: 1, 0, 0 -> max 1
+    torch.testing.assert_close(out["zv_residual"], torch.tensor([[1.0]]))
+
+
+def test_residual_is_zero_for_the_exclusive_projection_even_where_z_vanishes():
+    from attnlab.attention import exclusive
+
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(1, 2, 6, 8, generator=g)
+    y = torch.randn(1, 2, 6, 8, generator=g)
+    y[0, 0, 3] = 2.5 * v[0, 0, 3]  # y parallel to v: z is rounding noise there
+    out = similarity_bias({"v": v, "pattern": torch.eye(6).expand(1, 2, 6, 6), "y": y, "z": exclusive(y, v)})
+    assert out["zv_residual"].max() < 1e-6
+    z_wrong = y - 0.5 * (y * v).sum(-1, keepdim=True) / (v * v).sum(-1, keepdim=True) * v  # half removed
+    wrong = similarity_bias({"v": v, "pattern": torch.eye(6).expand(1, 2, 6, 6), "y": y, "z": z_wrong})
+    assert wrong["zv_residual"].min() > 1e-3
 
 
 def test_grouped_value_heads_are_matched_to_their_query_heads():

@@ -22,7 +22,12 @@ def similarity_bias(layer: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     - ``a_ii_uniform``: the same mean for uniform causal attention, 1 / (i + 1): the reference a_ii is "high"
       against;
     - ``cos_yv``: mean cos(y_i, v_i) of the head's mixed value and the token's own value, i >= 1;
-    - ``cos_zv``: mean cos(z_i, v_i) of the head output before W_O (equal to cos_yv for SA, ~0 for XSA).
+    - ``cos_zv``: mean cos(z_i, v_i) of the head output before W_O (equal to cos_yv for SA, ~0 for XSA);
+    - ``zv_residual``: max over i >= 1 of |z_i . v_i| / (||y_i|| ||v_i||), the share of the own-value
+      direction left in z relative to the size of y: rounding level (~1e-7) for XSA. Unlike cos(z_i, v_i)
+      it stays well defined where y_i is parallel to v_i and XSA leaves z_i ~ 0 (e.g. a byte attending
+      only to earlier copies of itself, whose first-layer values are identical), where the cosine of a
+      rounding-noise vector can take any value.
 
     Position 0 is left out: there a_00 = 1 and y_0 = v_0 whatever the model learned.
     """
@@ -39,7 +44,13 @@ def similarity_bias(layer: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         "a_ii_uniform": (1.0 / (positions + 1)).mean().expand(B, H),
         "cos_yv": F.cosine_similarity(y.float(), v.float(), dim=-1)[..., 1:].mean(-1),
         "cos_zv": F.cosine_similarity(z.float(), v.float(), dim=-1)[..., 1:].mean(-1),
+        "zv_residual": _relative_projection(z.float(), vn, y.float())[..., 1:].amax(-1),
     }
+
+
+def _relative_projection(z: torch.Tensor, v_unit: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """|z_i . v_i / ||v_i||| / ||y_i||, (B, H, T); 0 where y_i = 0."""
+    return (z * v_unit).sum(-1).abs() / y.norm(dim=-1).clamp_min(torch.finfo(y.dtype).tiny)
 
 
 @torch.no_grad()
