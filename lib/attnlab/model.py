@@ -32,6 +32,7 @@ class GPTConfig:
     pos: Literal["rope", "learned"] = "rope"
     embed_norm: bool = False  # LayerNorm right after the token embedding (XSA paper setup)
     attn: str | tuple[str, ...] = "sa"
+    n_sink: int = 0  # learned attention-sink tokens prepended to every sequence (XSA paper, Fig. 6)
     bias: bool = False
     tie_embeddings: bool = True
 
@@ -44,6 +45,8 @@ class GPTConfig:
             raise ValueError(f"attn names {len(kinds)} layers, the model has {self.n_layer}")
         if self.n_head % self.kv_heads:
             raise ValueError(f"n_head={self.n_head} is not a multiple of n_kv_head={self.kv_heads}")
+        if self.n_sink < 0:
+            raise ValueError(f"n_sink must be >= 0, got {self.n_sink}")
         if self.pos not in ("rope", "learned"):
             raise ValueError(f"pos must be 'rope' or 'learned', got {self.pos!r}")
 
@@ -90,6 +93,7 @@ class GPT(nn.Module):
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model) if cfg.pos == "learned" else None
         self.ln_emb = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.embed_norm else None
+        self.sink = nn.Parameter(0.02 * torch.randn(cfg.n_sink, cfg.d_model)) if cfg.n_sink else None
         self.blocks = nn.ModuleList(Block(cfg, kind) for kind in cfg.layer_kinds)
         self.ln_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
@@ -115,7 +119,9 @@ class GPT(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """idx (B, T) token ids -> logits (B, T, V) and, given targets (B, T), the mean cross-entropy.
 
-        If ``cache`` is a list, one dict of attention intermediates per layer is appended to it.
+        If ``cache`` is a list, one dict of attention intermediates per layer is appended to it. With learned
+        sink tokens, they occupy the first ``n_sink`` positions of every captured tensor (T + n_sink long);
+        the logits cover the real tokens only.
         """
         B, T = idx.shape
         if T > self.cfg.block_size:
@@ -125,13 +131,15 @@ class GPT(nn.Module):
             x = x + self.wpe(torch.arange(T, device=idx.device))
         if self.ln_emb is not None:
             x = self.ln_emb(x)
+        if self.sink is not None:
+            x = torch.cat((self.sink.expand(B, -1, -1), x), dim=1)  # (B, n_sink + T, D)
         for block in self.blocks:
             capture = None
             if cache is not None:
                 capture = {}
                 cache.append(capture)
             x = block(x, capture)
-        logits = self.lm_head(self.ln_f(x))
+        logits = self.lm_head(self.ln_f(x[:, self.cfg.n_sink :]))
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
@@ -145,7 +153,7 @@ class GPT(nn.Module):
 
     def param_group(self, name: str) -> str:
         """The learning-rate group of a parameter: embed, qk, ov, mlp, norm or head."""
-        if name.startswith(("wte", "wpe")):
+        if name.startswith(("wte", "wpe", "sink")):
             return "embed"
         if name.endswith(("q_proj.weight", "k_proj.weight", "q_proj.bias", "k_proj.bias")):
             return "qk"
@@ -158,8 +166,8 @@ class GPT(nn.Module):
         return "norm"
 
     def num_params(self, non_embedding: bool = True) -> int:
-        """Parameter count; by default without the token/position embeddings (tied head not counted twice)."""
+        """Parameter count; by default without the embeddings (token, position, sinks); a tied head counts once."""
         n = sum(p.numel() for p in self.parameters())
         if non_embedding:
-            n -= self.wte.weight.numel() + (self.wpe.weight.numel() if self.wpe is not None else 0)
+            n -= sum(p.numel() for name, p in self.named_parameters() if self.param_group(name) == "embed")
         return n
