@@ -1,5 +1,5 @@
-"""Claims tables: each paper's claim and number beside ours, with a plain verdict, as CSV and Markdown; and
-the gathered ``figures/<scale>/REPORT.md``."""
+"""Claims tables: each paper's claim and number beside ours, with a plain verdict, as CSV and Markdown;
+result tables; and the gathered ``figures/<scale>/REPORT.md``."""
 
 from __future__ import annotations
 
@@ -57,6 +57,14 @@ def write_claims(claims: list[Claim], folder: Path, title: str) -> pd.DataFrame:
     frame.to_csv(folder / "claims.csv", index=False)
     (folder / "claims.md").write_text(f"# {title}\n\n{_markdown(frame)}")
     return frame
+
+
+def save_table(frame: pd.DataFrame, folder: Path, name: str, title: str) -> None:
+    """A result table (e.g. Table 1, Table 2) as ``<name>.csv`` and ``<name>.md``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(folder / f"{name}.csv")
+    flat = frame.reset_index()
+    (folder / f"{name}.md").write_text(f"# {title}\n\n{_markdown(flat)}")
 
 
 def gather_report(scale: str) -> Path:

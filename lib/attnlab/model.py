@@ -166,7 +166,8 @@ class GPT(nn.Module):
         return "norm"
 
     def num_params(self, non_embedding: bool = True) -> int:
-        """Parameter count; by default without the embeddings (token, position, sinks); a tied head counts once."""
+        """Parameter count; by default without the embeddings (token, position, sinks). A tied head counts
+        once."""
         n = sum(p.numel() for p in self.parameters())
         if non_embedding:
             n -= sum(p.numel() for name, p in self.named_parameters() if self.param_group(name) == "embed")

@@ -76,3 +76,61 @@ def layer_diagnostics(diag: pd.DataFrame) -> plt.Figure:
         ax.set_xticks(sorted(data["layer"].unique()))
     fig.tight_layout()
     return fig
+
+
+def block_costs(costs: pd.DataFrame, device: str) -> plt.Figure:
+    """Fig. 2: time and memory of one attention + FFN block (forward + backward) vs sequence length, one line
+    per width; SA solid, XSA dashed; the right panels show the ratio XSA / SA."""
+    data = costs.assign(kind=costs["kind"].map(KIND_LABELS))
+    wide = costs.pivot_table(index=["d_model", "seq_len"], columns="kind", values=["time_ms", "memory_mib"])
+    ratios = pd.DataFrame({
+        "time": wide["time_ms"]["xsa"] / wide["time_ms"]["sa"],
+        "memory": wide["memory_mib"]["xsa"] / wide["memory_mib"]["sa"],
+    }).reset_index()  # fmt: skip
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    panels = [
+        (data, "time_ms", f"time per step (ms, {device})", "kind"),
+        (ratios, "time", "time ratio XSA / SA", None),
+        (data, "memory_mib", "activation memory (MiB)", "kind"),
+        (ratios, "memory", "memory ratio XSA / SA", None),
+    ]
+    for ax, (frame, y, label, style) in zip(axes, panels, strict=True):
+        sns.lineplot(
+            data=frame, x="seq_len", y=y, hue="d_model", style=style, marker="o", ax=ax,
+            palette="viridis", errorbar=None,
+        )  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="sequence length (tokens)", ylabel=label, title=label)
+        if style is None:
+            ax.axhline(1.0, color="grey", ls=":", lw=1)
+        else:
+            ax.set_yscale("log")
+        ax.legend(fontsize=7, title_fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def sweep(frame: pd.DataFrame, axis: str, xlabel: str, log_x: bool = False) -> plt.Figure:
+    """Figs. 4-6: final train (dashed) and validation (solid) loss of SA and XSA against one swept setting,
+    mean over seeds with one standard deviation; the right panel is the validation gap XSA - SA."""
+    tidy = frame.melt(id_vars=["kind", "seed", axis], value_vars=["train", "validation"], var_name="split")
+    tidy = tidy.assign(kind=tidy["kind"].map(KIND_LABELS))
+    wide = frame.pivot_table(index=[axis, "seed"], columns="kind", values="validation")
+    gaps = (wide["xsa"] - wide["sa"]).rename("gap").reset_index()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.8))
+    sns.lineplot(
+        data=tidy, x=axis, y="value", hue="kind", style="split", style_order=["validation", "train"],
+        marker="o", errorbar="sd", palette=KIND_COLORS, ax=left,
+    )  # fmt: skip
+    left.set(xlabel=xlabel, ylabel="final loss (nats / byte)")
+    left.legend(fontsize=8)
+    sns.lineplot(data=gaps, x=axis, y="gap", marker="o", errorbar="sd", color="black", ax=right)
+    right.axhline(0.0, color="grey", ls=":", lw=1)
+    right.set(xlabel=xlabel, ylabel="validation loss XSA - SA (nats / byte)")
+    for ax in (left, right):
+        if log_x:
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(frame[axis].unique()))
+        ax.set_xticklabels([f"{v:g}" for v in sorted(frame[axis].unique())])
+    fig.tight_layout()
+    return fig

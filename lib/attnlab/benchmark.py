@@ -1,0 +1,76 @@
+"""Time and memory of one transformer block (attention + FFN), forward and backward (XSA paper, Fig. 2).
+
+Timing: ``warmup`` untimed iterations, then ``repeats`` timed ones; the median is reported. On CUDA each
+iteration is timed with CUDA events and memory is the peak allocated during one iteration, above what was
+allocated before it. On the CPU there is no allocator statistic, so memory is the activation memory a training
+step holds: the bytes of the distinct tensors autograd saves for the backward pass.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from attnlab.model import Block, GPTConfig
+
+
+def _saved_bytes(block: Block, x: torch.Tensor) -> int:
+    """Bytes of the distinct tensors autograd saves for backward in one forward pass of ``block``."""
+    storages: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        block(x).sum().backward()
+    return sum(storages.values())
+
+
+def block_cost(
+    cfg: GPTConfig,
+    kind: str,
+    batch_size: int,
+    seq_len: int,
+    device: torch.device,
+    *,
+    warmup: int = 3,
+    repeats: int = 10,
+    dtype: torch.dtype = torch.float32,
+) -> dict[str, float]:
+    """Median forward+backward time (ms) and memory (MiB) of one block of kind ``kind`` of ``cfg``."""
+    torch.manual_seed(0)
+    block = Block(cfg, kind).to(device=device, dtype=dtype)
+    x = torch.randn(batch_size, seq_len, cfg.d_model, device=device, dtype=dtype, requires_grad=True)
+
+    def step() -> None:
+        block(x).sum().backward()
+
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            end.record()
+            torch.cuda.synchronize(device)
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            step()
+            times.append(1e3 * (time.perf_counter() - t0))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        step()
+        torch.cuda.synchronize(device)
+        memory = torch.cuda.max_memory_allocated(device) - before
+    else:
+        memory = _saved_bytes(block, x)
+    return {"time_ms": statistics.median(times), "memory_mib": memory / 2**20}

@@ -1,0 +1,110 @@
+"""Zero-shot multiple-choice tasks from BIG-bench (which ships offline inside its PyPI sdist), scored by
+comparing the log-likelihoods a language model gives the candidate answers, as lm-eval-harness does for the
+XSA paper's Table 2.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.artifacts import extract
+from attnlab.data import ByteTokenizer
+from attnlab.model import GPT
+
+_ROOT = "bigbench-1.0.0/bigbench/benchmark_tasks"
+
+
+@dataclass(frozen=True)
+class Task:
+    path: str  # under bigbench/benchmark_tasks/
+    description: str
+    # Appended to every choice. Single-word choices such as "admires" / "admire" are prefixes of each other,
+    # and a byte-level model's log-likelihood of the longer one can never exceed the shorter's; a trailing
+    # space ends the word, so the comparison is between "admires " and "admire ".
+    choice_suffix: str = ""
+
+
+TASKS: dict[str, Task] = {
+    "sva_linzen": Task(
+        "subject_verb_agreement/linzen2016_english.json",
+        "subject-verb agreement, Linzen et al. (2016) sentences",
+    ),
+    "sva_simple": Task(
+        "subject_verb_agreement/simple_english.json", "subject-verb agreement, simple sentences", " "
+    ),
+    "cause_effect": Task(
+        "cause_and_effect/one_sentence_no_prompt/task.json",
+        "commonsense: which of two 'A because B' sentences is plausible",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class MultipleChoice:
+    prompt: str
+    choices: tuple[str, ...]
+    answer: int  # index of the correct choice
+
+
+def load_task(name: str, limit: int | None = None) -> list[MultipleChoice]:
+    """The examples of a BIG-bench multiple-choice task (the first ``limit`` of them, in file order)."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known: {sorted(TASKS)}")
+    task = TASKS[name]
+    root = extract("bigbench", [f"{_ROOT}/{t.path}" for t in TASKS.values()])
+    examples = json.loads((root / _ROOT / task.path).read_text())["examples"]
+    items = []
+    for ex in examples[:limit]:
+        choices = tuple(choice + task.choice_suffix for choice in ex["target_scores"])
+        scores = list(ex["target_scores"].values())
+        items.append(MultipleChoice(ex["input"], choices, scores.index(max(scores))))
+    return items
+
+
+@torch.no_grad()
+def choice_logprobs(model: GPT, items: list[MultipleChoice], batch_size: int = 64) -> list[list[float]]:
+    """Sum of the byte log-probabilities of each choice given "\\n" + prompt (the newline gives an empty
+    prompt a context); the context is cut from the left to fit the model's block size."""
+    tok = ByteTokenizer()
+    device = next(model.parameters()).device
+    block = model.cfg.block_size
+    seqs, spans = [], []
+    for item in items:
+        context = tok.encode("\n" + item.prompt)
+        for choice in item.choices:
+            answer = tok.encode(choice)
+            seq = torch.cat((context, answer))[-(block + 1) :]
+            seqs.append(seq)
+            spans.append(min(len(answer), len(seq) - 1))
+    scores = []
+    model.eval()
+    for start in range(0, len(seqs), batch_size):
+        chunk = seqs[start : start + batch_size]
+        width = max(len(s) for s in chunk)
+        batch = torch.zeros(len(chunk), width, dtype=torch.long)
+        for i, s in enumerate(chunk):
+            batch[i, : len(s)] = s.long()  # right padding never affects earlier positions (causal)
+        batch = batch.to(device)
+        logits, _ = model(batch[:, :-1])
+        logp = F.log_softmax(logits.float(), dim=-1).gather(-1, batch[:, 1:, None])[..., 0]  # (N, W - 1)
+        for i, s in enumerate(chunk):
+            n = spans[start + i]
+            scores.append(logp[i, len(s) - 1 - n : len(s) - 1].sum().item())
+    model.train()
+    it = iter(scores)
+    return [[next(it) for _ in item.choices] for item in items]
+
+
+def accuracy(model: GPT, items: list[MultipleChoice]) -> float:
+    """Fraction of items whose correct choice has the highest log-likelihood; a tie for the highest counts
+    as 1 / (number tied), the expected score of breaking it at random (the answer is often listed first)."""
+    credit = 0.0
+    for row, item in zip(choice_logprobs(model, items), items, strict=True):
+        best = max(row)
+        if row[item.answer] == best:
+            credit += 1 / sum(score == best for score in row)
+    return credit / len(items)

@@ -1,0 +1,19 @@
+"""Block cost measurement (XSA Fig. 2)."""
+
+import torch
+
+from attnlab.benchmark import block_cost
+from attnlab.model import GPTConfig
+
+
+def test_block_cost_reports_time_and_activation_memory_that_grows_with_length():
+    cfg = GPTConfig(d_model=32, n_head=2, head_dim=16, block_size=64)
+    cpu = torch.device("cpu")
+    short = block_cost(cfg, "sa", 2, 16, cpu, warmup=1, repeats=2)
+    long = block_cost(cfg, "sa", 2, 64, cpu, warmup=1, repeats=2)
+    xsa = block_cost(cfg, "xsa", 2, 64, cpu, warmup=1, repeats=2)
+    assert short["time_ms"] > 0
+    # the input alone is 2 x 64 x 32 floats; saved activations are several times that
+    assert long["memory_mib"] > 4 * 2 * 64 * 32 * 4 / 2**20
+    assert long["memory_mib"] > 2 * short["memory_mib"]  # weights are saved too: not quite 4x
+    assert xsa["memory_mib"] > long["memory_mib"]  # XSA saves its normalised values for backward

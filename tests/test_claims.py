@@ -1,0 +1,28 @@
+"""Verdicts and claims tables."""
+
+import pytest
+
+from attnlab.claims import Claim, gather_report, verdict_below_zero, write_claims
+
+
+def test_verdict_below_zero():
+    assert verdict_below_zero([-0.1, -0.2]) == "holds"
+    assert verdict_below_zero([-0.1]).startswith("holds: one seed")
+    assert verdict_below_zero([0.1, -0.05]) == "does not hold"
+    assert verdict_below_zero([-0.1, 0.05]).startswith("inconclusive")
+    with pytest.raises(ValueError):
+        verdict_below_zero([])
+
+
+def test_claims_need_a_plain_verdict():
+    with pytest.raises(ValueError, match="verdict"):
+        Claim("Fig. 1", "c", "p", "o", "probably")
+
+
+def test_claims_are_written_and_gathered(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    claim = Claim("Fig. 1", "a | b", "1", "2", "holds")
+    write_claims([claim], tmp_path / "cpu" / "xsa", "XSA")
+    assert (tmp_path / "cpu" / "xsa" / "claims.csv").read_text().splitlines()[1].startswith("Fig. 1,a | b")
+    report = gather_report("cpu").read_text()
+    assert "## xsa: XSA" in report and "a \\| b" in report
