@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -72,3 +76,172 @@ def similarity_bias_by_layer(model: GPT, tokens: torch.Tensor, batch_size: int =
             frames.append(frame)
     model.train()
     return pd.concat(frames, ignore_index=True)
+
+
+# --- Faster query-key learning sharpens attention (arXiv 2608.06776): attention mass, rollout, faithfulness,
+# DTAP heatmaps and attention confidence. Definitions from the paper sheet (papers/qk-speed.md, "Metrics").
+
+DTAP_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+ProbFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""``prob_fn(inputs, keep) -> probabilities (B, C)``: the model's class probabilities on ``inputs``
+(B, T, ...) when only the positions where ``keep`` (B, T) bool is True are present. How a position is removed
+(masked out of attention, replaced by a pad token, dropped) is the caller's choice."""
+
+
+def attention_mass(attn: torch.Tensor, relevant: torch.Tensor) -> torch.Tensor:
+    """Attention mass on the relevant positions: m_b = sum_j a_bj [j relevant], (B,) from ``attn`` (B, T)
+    (one query row per example, e.g. the last position's attention, or a rollout row) and ``relevant`` (B, T)
+    bool."""
+    if attn.shape != relevant.shape:
+        raise ValueError(f"attn {tuple(attn.shape)} and relevant {tuple(relevant.shape)} differ")
+    return (attn * relevant.to(attn.dtype)).sum(-1)
+
+
+def attention_rollout(
+    patterns: Sequence[torch.Tensor], attn_weight: float = 0.5, query: int | None = -1
+) -> torch.Tensor:
+    """Attention rollout (Abnar & Zuidema 2020) over layers ``patterns`` [(B, H, T, T) per layer, first layer
+    first], as the sheet defines it: per layer the head mean A = mean_h A_h, then A' = a A + (1 - a) I with
+    a = ``attn_weight`` (the residual stream), rows renormalised to sum 1, and R = A'_L ... A'_2 A'_1 (the
+    last layer leftmost, so R[i, j] is how much output position i draws on input token j).
+
+    Returns the query row R[query] (B, T), or the whole R (B, T, T) with ``query=None``.
+    """
+    if not patterns:
+        raise ValueError("attention_rollout needs at least one layer")
+    rollout = None
+    for pattern in patterns:
+        A = pattern.float().mean(1)  # (B, T, T)
+        eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+        A = attn_weight * A + (1.0 - attn_weight) * eye
+        A = A / A.sum(-1, keepdim=True)
+        rollout = A if rollout is None else A @ rollout
+    return rollout if query is None else rollout[:, query]
+
+
+def top_k_positions(importance: torch.Tensor, k: float, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """The top-k fraction of positions by ``importance`` (B, T), as a (B, T) bool mask: per example the
+    ceil(k * n) highest-scoring of its n valid positions (at least one; ties go to the earlier position).
+    Positions outside ``valid`` (B, T) bool are never selected."""
+    if not 0.0 < k <= 1.0:
+        raise ValueError(f"k must be a fraction in (0, 1], got {k}")
+    if valid is None:
+        valid = torch.ones_like(importance, dtype=torch.bool)
+    scores = importance.float().masked_fill(~valid, float("-inf"))
+    order = torch.sort(scores, dim=-1, descending=True, stable=True).indices  # (B, T)
+    n_keep = torch.clamp(torch.ceil(k * valid.sum(-1).double()).long(), min=1)  # (B,)
+    n_keep = torch.minimum(n_keep, valid.sum(-1))
+    rank_selected = torch.arange(importance.shape[-1], device=importance.device) < n_keep[:, None]  # (B, T)
+    return torch.zeros_like(valid).scatter(-1, order, rank_selected)
+
+
+@torch.no_grad()
+def faithfulness(
+    prob_fn: ProbFn,
+    inputs: torch.Tensor,
+    importance: torch.Tensor,
+    k: float = 0.2,
+    valid: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """Comprehensiveness and sufficiency (DeYoung et al. 2020, ERASER) at the top-k fraction of tokens.
+
+    With f(x) the probability of the class predicted on the full input x (the argmax of ``prob_fn(inputs, all
+    kept)``) and R the top-k% positions by ``importance`` (B, T) (e.g. attention mass or its rollout):
+
+    - comprehensiveness = f(x) - f(x without R): large when the rationale was needed;
+    - sufficiency = f(x) - f(R only): small (or negative) when the rationale alone suffices.
+
+    Positions outside ``valid`` (e.g. special tokens, the query position) are never ranked and never removed.
+    Returns (B,) tensors ``comprehensiveness``, ``sufficiency``, ``p_full``, ``p_without``, ``p_only`` and
+    ``predicted`` (the class), and the ``rationale`` mask (B, T).
+    """
+    B, T = importance.shape
+    if valid is None:
+        valid = torch.ones(B, T, dtype=torch.bool, device=importance.device)
+    rationale = top_k_positions(importance, k, valid)
+    everything = torch.ones_like(valid)
+    full = prob_fn(inputs, everything)  # (B, C)
+    predicted = full.argmax(-1)
+
+    def prob(keep: torch.Tensor) -> torch.Tensor:
+        return prob_fn(inputs, keep).gather(-1, predicted[:, None]).squeeze(-1)
+
+    p_full = full.gather(-1, predicted[:, None]).squeeze(-1)
+    p_without = prob(~rationale)
+    p_only = prob(rationale | ~valid)
+    return {
+        "comprehensiveness": p_full - p_without,
+        "sufficiency": p_full - p_only,
+        "p_full": p_full,
+        "p_without": p_without,
+        "p_only": p_only,
+        "predicted": predicted,
+        "rationale": rationale,
+    }
+
+
+def comprehensiveness(
+    prob_fn: ProbFn, inputs: torch.Tensor, importance: torch.Tensor, k: float = 0.2, valid=None
+) -> torch.Tensor:
+    """f(x) - f(x without the top-k% tokens), (B,); see ``faithfulness``."""
+    return faithfulness(prob_fn, inputs, importance, k, valid)["comprehensiveness"]
+
+
+def sufficiency(
+    prob_fn: ProbFn, inputs: torch.Tensor, importance: torch.Tensor, k: float = 0.2, valid=None
+) -> torch.Tensor:
+    """f(x) - f(only the top-k% tokens kept), (B,); see ``faithfulness``."""
+    return faithfulness(prob_fn, inputs, importance, k, valid)["sufficiency"]
+
+
+def _as_numpy(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().double().numpy()
+    return np.asarray(x, dtype=float).reshape(-1)
+
+
+def dtap_histogram(mass, true_prob, edges: Sequence[float] = DTAP_EDGES) -> np.ndarray:
+    """Distinct Token Attention-Prediction (DTAP) heatmap of one model (Fig. 2): the 2-D histogram of
+    x = attention mass on distinct (relevant) tokens and y = probability of the true label, with bin ``edges``
+    on both axes ([0, .2, .4, .6, .8, 1]; the last bin includes 1), in % of the samples.
+
+    Returns H (n_x, n_y) with H[i, j] the % of samples in x-bin i and y-bin j (``numpy.histogram2d``'s layout:
+    plot ``H.T`` with the y axis pointing up). Samples outside [edges[0], edges[-1]] are not counted but still
+    count in the denominator. Average the arrays of several seeds for the paper's mean heatmap.
+    """
+    x, y = _as_numpy(mass), _as_numpy(true_prob)
+    if x.shape != y.shape or not len(x):
+        raise ValueError("mass and true_prob must be non-empty and of equal length")
+    edges = np.asarray(edges, dtype=float)
+    hist, _, _ = np.histogram2d(x, y, bins=[edges, edges])
+    return 100.0 * hist / len(x)
+
+
+def attention_confidence(mass, true_prob, mass_threshold: float = 0.1, prob_threshold: float = 0.1) -> float:
+    """Attention confidence AC (inferred from the authors' SQuAD heatmaps): the % of examples whose attention
+    mass on the relevant tokens is > ``mass_threshold`` AND whose true-answer probability is >
+    ``prob_threshold`` (both 0.1)."""
+    x, y = _as_numpy(mass), _as_numpy(true_prob)
+    if x.shape != y.shape or not len(x):
+        raise ValueError("mass and true_prob must be non-empty and of equal length")
+    return float(100.0 * np.mean((x > mass_threshold) & (y > prob_threshold)))
+
+
+def attention_confidence_model_correct(
+    mass, true_prob, correct, mass_threshold: float = 0.1, prob_threshold: float = 0.1
+) -> float:
+    """ACMC, "attention confidence when the model is correct". The paper's definition was not found; ours is
+    AC conditioned on correct predictions: among the examples the model predicts correctly (``correct`` True:
+    argmax = true answer, or exact match for span answers), the % whose relevant-token attention mass is >
+    ``mass_threshold`` and true-answer probability > ``prob_threshold``. NaN when no prediction is correct.
+
+    (The unconditional variant, the % of all examples that are correct and attention-confident, is
+    ``attention_confidence`` of the correct subset times the accuracy.)
+    """
+    x, y, ok = _as_numpy(mass), _as_numpy(true_prob), _as_numpy(correct).astype(bool)
+    if not (x.shape == y.shape == ok.shape) or not len(x):
+        raise ValueError("mass, true_prob and correct must be non-empty and of equal length")
+    if not ok.any():
+        return math.nan
+    return attention_confidence(x[ok], y[ok], mass_threshold, prob_threshold)

@@ -1,0 +1,306 @@
+"""Reduced two-scalar training dynamics of "Faster query-key learning sharpens attention" (Fig. 4).
+
+Paper sheet (``papers/qk-speed.md``, "Reduced dynamics"): m relevant tokens, n common tokens, M classes, b a
+scale constant, mu_OV and mu_QK the scalars of the OV and QK circuits under population gradient flow:
+
+    alpha     = m e^{mu_QK} / (m e^{mu_QK} + n)                      attention mass on the relevant tokens
+    L         = log(1 + (M - 1) e^{-alpha mu_OV})                     loss
+    dmu_OV/dt = eta_OV alpha / (b (e^{alpha mu_OV} + M - 1))
+    dmu_QK/dt = eta_QK (M - 1) alpha (1 - alpha) mu_OV / (M b^2 (e^{alpha mu_OV} + M - 1))
+
+``simulate`` integrates them with classical RK4 in the normalised time tau = t * min(eta_OV, eta_QK) (so the
+slower circuit sets the clock), step 10 in tau, from mu_OV = mu_QK = 0 until L <= 1e-4, as the authors' Fig. 4
+notebook does. Every quantity is evaluated in an overflow-free form (no clipping is needed): alpha and
+1 - alpha as logistic functions of mu_QK, 1 / (e^u + M - 1) and log1p as functions of e^{-u} for u >= 0.
+
+``fit_growth_laws`` tests the asymptotic laws over the late phase: mu_OV ~ log t, and the summary's
+mu_QK ~ log^2 t against e^{mu_QK} ~ log^2 t. The equations have a first integral (``first_integral``):
+m e^{mu_QK} + n mu_QK grows exactly like mu_OV^2, so mu_QK ~ log^2 t holds while alpha is small and
+e^{mu_QK} ~ log^2 t once alpha -> 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+State = tuple[float, float]  # (mu_OV, mu_QK)
+
+
+@dataclass(frozen=True)
+class ReducedModel:
+    """The constants of the reduced dynamics (Fig. 4: m, n, b, M = 5, 50, 50, 20) and the learning rates."""
+
+    eta_ov: float = 1.0
+    eta_qk: float = 1.0
+    m: float = 5.0
+    n: float = 50.0
+    b: float = 50.0
+    M: float = 20.0
+
+    def alpha(self, mu_qk: float) -> float:
+        """alpha = m e^{mu_QK} / (m e^{mu_QK} + n) = 1 / (1 + (n/m) e^{-mu_QK})."""
+        return _logistic(mu_qk + math.log(self.m / self.n))
+
+    def one_minus_alpha(self, mu_qk: float) -> float:
+        """1 - alpha = n / (m e^{mu_QK} + n), without cancellation when alpha -> 1."""
+        return _logistic(-(mu_qk + math.log(self.m / self.n)))
+
+    def _inv_exp_plus(self, u: float) -> float:
+        """1 / (e^u + M - 1)."""
+        if u > 0:
+            e = math.exp(-u)
+            return e / (1.0 + (self.M - 1) * e)
+        return 1.0 / (math.exp(u) + self.M - 1)
+
+    def loss(self, mu_ov: float, mu_qk: float) -> float:
+        """L = log(1 + (M - 1) e^{-alpha mu_OV})."""
+        u = self.alpha(mu_qk) * mu_ov
+        if u >= 0:
+            return math.log1p((self.M - 1) * math.exp(-u))
+        return -u + math.log(math.exp(u) + self.M - 1)
+
+    def rhs(self, mu_ov: float, mu_qk: float) -> State:
+        """(dmu_OV/dt, dmu_QK/dt) in the original time t."""
+        a, one_minus_a = self.alpha(mu_qk), self.one_minus_alpha(mu_qk)
+        g = self._inv_exp_plus(a * mu_ov)
+        d_ov = self.eta_ov * a * g / self.b
+        d_qk = self.eta_qk * (self.M - 1) * a * one_minus_a * mu_ov * g / (self.M * self.b**2)
+        return d_ov, d_qk
+
+
+def _logistic(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def rk4_step(f: Callable[[float, float], State], y: State, h: float) -> State:
+    """One classical Runge-Kutta step of size h for the autonomous system y' = f(y), y = (y0, y1)."""
+    y0, y1 = y
+    k1 = f(y0, y1)
+    k2 = f(y0 + 0.5 * h * k1[0], y1 + 0.5 * h * k1[1])
+    k3 = f(y0 + 0.5 * h * k2[0], y1 + 0.5 * h * k2[1])
+    k4 = f(y0 + h * k3[0], y1 + h * k3[1])
+    return (
+        y0 + h / 6.0 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]),
+        y1 + h / 6.0 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]),
+    )
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """The recorded trajectory, one entry per recorded RK4 step (step 0 = the initial state)."""
+
+    step: np.ndarray
+    tau: np.ndarray  # normalised time tau = t * min(eta_OV, eta_QK)
+    t: np.ndarray  # original time
+    mu_ov: np.ndarray
+    mu_qk: np.ndarray
+    alpha: np.ndarray
+    loss: np.ndarray
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({k: getattr(self, k) for k in self.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """One run of ``simulate``: the final values as attributes, the path in ``trajectory``.
+
+    ``reached`` is False when the run stopped at ``max_steps`` with the loss still above ``loss_stop``.
+    """
+
+    r: float
+    model: ReducedModel
+    mu_ov: float
+    mu_qk: float
+    alpha: float
+    loss: float
+    tau: float
+    t: float
+    steps: int
+    reached: bool
+    loss_stop: float
+    dtau: float
+    trajectory: Trajectory
+
+    def summary(self) -> dict[str, float]:
+        """The regression targets of Fig. 4 as a flat dict (the notebook prints these)."""
+        return {
+            "r": self.r, "mu_ov": self.mu_ov, "mu_qk": self.mu_qk, "alpha": self.alpha, "loss": self.loss,
+            "tau": self.tau, "steps": self.steps, "reached": self.reached,
+        }  # fmt: skip
+
+
+def simulate(
+    r: float,
+    m: float = 5,
+    n: float = 50,
+    b: float = 50,
+    M: float = 20,
+    eta_ov: float = 1.0,
+    loss_stop: float = 1e-4,
+    *,
+    dtau: float = 10.0,
+    max_steps: int = 5_000_000,
+    mu_ov0: float = 0.0,
+    mu_qk0: float = 0.0,
+    record_every: int = 1,
+) -> Simulation:
+    """Integrate the reduced dynamics (Fig. 4) for eta_QK = r * eta_OV with RK4 in the normalised time
+    tau = t * min(eta_OV, eta_QK), step ``dtau`` (sheet: 10), from (mu_OV, mu_QK) = (``mu_ov0``, ``mu_qk0``)
+    until the loss is <= ``loss_stop`` (the step that first crosses it is the last one; sheet: 1e-4).
+
+    ``max_steps`` caps the run (default 5e6 steps = tau 5e7, the authors' MAX_T_TAU): a run that hits the cap
+    returns with ``reached=False``. ``record_every`` keeps every k-th step in the trajectory (the first and
+    last states are always kept; the final values never depend on it).
+    """
+    if r <= 0 or eta_ov <= 0:
+        raise ValueError(f"learning rates must be positive (r={r}, eta_ov={eta_ov})")
+    if dtau <= 0 or max_steps < 0 or record_every < 1:
+        raise ValueError("dtau must be > 0, max_steps >= 0 and record_every >= 1")
+    model = ReducedModel(eta_ov=eta_ov, eta_qk=r * eta_ov, m=m, n=n, b=b, M=M)
+    scale = min(model.eta_ov, model.eta_qk)
+
+    def f_tau(mu_ov: float, mu_qk: float) -> State:  # d/dtau = (1 / min eta) d/dt
+        d_ov, d_qk = model.rhs(mu_ov, mu_qk)
+        return d_ov / scale, d_qk / scale
+
+    y: State = (float(mu_ov0), float(mu_qk0))
+    loss = model.loss(*y)
+    rec: dict[str, list[float]] = {k: [] for k in ("step", "mu_ov", "mu_qk", "loss")}
+
+    def record(step: int, y: State, loss: float) -> None:
+        rec["step"].append(step)
+        rec["mu_ov"].append(y[0])
+        rec["mu_qk"].append(y[1])
+        rec["loss"].append(loss)
+
+    record(0, y, loss)
+    step = 0
+    while loss > loss_stop and step < max_steps:
+        y = rk4_step(f_tau, y, dtau)
+        step += 1
+        loss = model.loss(*y)
+        if step % record_every == 0:
+            record(step, y, loss)
+    if rec["step"][-1] != step:
+        record(step, y, loss)
+
+    steps = np.array(rec["step"], dtype=np.int64)
+    tau = steps * dtau
+    mu_qk = np.array(rec["mu_qk"])
+    trajectory = Trajectory(
+        step=steps,
+        tau=tau,
+        t=tau / scale,
+        mu_ov=np.array(rec["mu_ov"]),
+        mu_qk=mu_qk,
+        alpha=np.array([model.alpha(q) for q in mu_qk]),
+        loss=np.array(rec["loss"]),
+    )
+    return Simulation(
+        r=r,
+        model=model,
+        mu_ov=y[0],
+        mu_qk=y[1],
+        alpha=model.alpha(y[1]),
+        loss=loss,
+        tau=step * dtau,
+        t=step * dtau / scale,
+        steps=step,
+        reached=loss <= loss_stop,
+        loss_stop=loss_stop,
+        dtau=dtau,
+        trajectory=trajectory,
+    )
+
+
+def linear_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Least-squares y = slope * x + intercept; returns (slope, intercept, R^2)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 3:
+        raise ValueError("a fit needs at least 3 points")
+    slope, intercept = np.polyfit(x, y, 1)
+    residual = y - (slope * x + intercept)
+    total = np.sum((y - y.mean()) ** 2)
+    r2 = 1.0 - np.sum(residual**2) / total if total > 0 else float("nan")
+    return float(slope), float(intercept), float(r2)
+
+
+GROWTH_LAWS: Sequence[tuple[str, str, str]] = (
+    # (law, y, x): y ~ slope * x + intercept
+    ("mu_OV ~ log t", "mu_ov", "log t"),
+    ("mu_QK ~ log^2 t", "mu_qk", "log^2 t"),
+    ("exp(mu_QK) ~ log^2 t", "exp(mu_qk)", "log^2 t"),
+    ("mu_QK ~ mu_OV^2", "mu_qk", "mu_ov^2"),
+    ("exp(mu_QK) ~ mu_OV^2", "exp(mu_qk)", "mu_ov^2"),
+)
+
+
+def first_integral(sim: Simulation) -> np.ndarray:
+    """The quantity the reduced dynamics conserve along the trajectory (from the sheet's equations:
+    d mu_QK / d mu_OV = r (M - 1) (1 - alpha) mu_OV / (M b) with 1 - alpha = n / (m e^{mu_QK} + n)):
+
+        m e^{mu_QK} + n mu_QK - r n (M - 1) mu_OV^2 / (2 M b) = constant (= m from the origin).
+
+    So m e^{mu_QK} + n mu_QK grows exactly like mu_OV^2: mu_QK ~ mu_OV^2 while n mu_QK dominates (alpha
+    small), e^{mu_QK} ~ mu_OV^2 once m e^{mu_QK} does (alpha -> 1). Returns it at every recorded step."""
+    c, traj = sim.model, sim.trajectory
+    r = c.eta_qk / c.eta_ov
+    return c.m * np.exp(traj.mu_qk) + c.n * traj.mu_qk - r * c.n * (c.M - 1) * traj.mu_ov**2 / (2 * c.M * c.b)
+
+
+def fit_growth_laws(
+    sim: Simulation, late: float = 0.5, time: str = "t", loss_below: float | None = None, points: int = 200
+) -> pd.DataFrame:
+    """Fit the growth laws over the late phase of a simulation.
+
+    The late phase is the last ``late`` fraction of the run in log(time) (``time``: ``"t"``, the original
+    time the theory speaks of, or ``"tau"``), or, with ``loss_below``, the part where the loss is <= it. The
+    trajectory is resampled at ``points`` times evenly spaced in log t (RK4 steps, evenly spaced in t, would
+    give the last decade almost all the weight).
+
+    One row per law (mu_OV ~ log t, mu_QK ~ log^2 t, exp(mu_QK) ~ log^2 t, and mu_QK, exp(mu_QK) ~ mu_OV^2)
+    with ``slope``, ``intercept`` and ``r2`` of the linear fit y = slope x + intercept. The mu_OV^2 rows also
+    give ``exponent``, the slope p of log y against log mu_OV (y ~ mu_OV^p; 2 where the law holds); it is NaN
+    for the log-time rows, whose large intercepts (time origin and scale) would bias such a log-log slope.
+    """
+    if not 0 < late <= 1:
+        raise ValueError(f"late must be in (0, 1], got {late}")
+    traj = sim.trajectory
+    clock = {"t": traj.t, "tau": traj.tau}[time]
+    keep = clock > 1
+    if loss_below is not None:
+        keep &= traj.loss <= loss_below
+    log_t = np.log(clock[keep])
+    if len(log_t) < 3:
+        raise ValueError("the late phase needs >= 3 recorded points at times > 1")
+    if loss_below is None:
+        first = np.log(clock[clock > 0][0])
+        start = max(log_t[-1] - late * (log_t[-1] - first), log_t[0])
+    else:
+        start = log_t[0]
+    grid = np.linspace(start, log_t[-1], points)
+    mu_ov = np.interp(grid, log_t, traj.mu_ov[keep])
+    mu_qk = np.interp(grid, log_t, traj.mu_qk[keep])
+    ys = {"mu_ov": mu_ov, "mu_qk": mu_qk, "exp(mu_qk)": np.exp(mu_qk)}
+    xs = {"log t": grid, "log^2 t": grid**2, "mu_ov^2": mu_ov**2}
+    rows = []
+    for law, y_name, x_name in GROWTH_LAWS:
+        y = ys[y_name]
+        slope, intercept, r2 = linear_fit(xs[x_name], y)
+        exponent = np.nan
+        if x_name == "mu_ov^2" and np.all(y > 0) and np.all(mu_ov > 0):
+            exponent = linear_fit(np.log(mu_ov), np.log(y))[0]
+        rows.append(
+            {"law": law, "slope": slope, "intercept": intercept, "r2": r2, "exponent": float(exponent),
+             "log_t_from": float(grid[0]), "log_t_to": float(grid[-1])}
+        )  # fmt: skip
+    return pd.DataFrame(rows)

@@ -1,0 +1,77 @@
+"""The class-conditional synthetic task against the sheet's specification."""
+
+import pytest
+import torch
+
+from attnlab.synthetic import (
+    LABEL_TOKENS,
+    QUERY_TOKENS,
+    class_distributions,
+    distinct_tokens,
+    sample_batch,
+    seeded_generator,
+)
+
+
+def test_class_distributions_match_the_written_weights():
+    probs = class_distributions()
+    assert probs.shape == (4, 50)
+    for c in range(4):
+        expected = torch.zeros(50, dtype=torch.float64)
+        expected[:10] = 1 / 15.5  # ten common tokens of weight 1, plus 0.1 + ... + 1.0 = 5.5 distinct
+        for i in range(10):
+            expected[10 * (c + 1) + i] = (i + 1) / 10 / 15.5
+        torch.testing.assert_close(probs[c], expected)
+    assert list(distinct_tokens(2)) == list(range(30, 40))
+    with pytest.raises(ValueError):
+        distinct_tokens(4)
+
+
+def test_layout_query_label_and_distinct_mask():
+    batch = sample_batch(64, seq_len=12, generator=seeded_generator(0))
+    assert batch.inputs.shape == (64, 11) and batch.targets.shape == (64,)
+    assert batch.inputs.dtype == torch.int64
+    for b in range(64):
+        c = int(batch.classes[b])
+        assert batch.inputs[b, -1] == QUERY_TOKENS[c] == 5 + c
+        assert batch.targets[b] == LABEL_TOKENS[c] == 1 + c
+        allowed = set(range(10)) | set(distinct_tokens(c))
+        assert set(batch.inputs[b, :-1].tolist()) <= allowed
+    assert torch.equal(batch.distinct, batch.inputs >= 10)
+    assert not batch.distinct[:, -1].any()  # the query token is not distinct
+    assert torch.equal(batch.sequences[:, :-1], batch.inputs)
+    assert torch.equal(batch.sequences[:, -1], batch.targets)
+
+
+def test_empirical_token_and_class_frequencies_match_the_specification():
+    n, L = 4000, 64
+    batch = sample_batch(n, seq_len=L, generator=seeded_generator(1))
+    class_counts = torch.bincount(batch.classes, minlength=4).double()
+    p = 0.25
+    assert ((class_counts / n - p).abs() < 5 * (p * (1 - p) / n) ** 0.5).all()
+    probs = class_distributions()
+    for c in range(4):
+        context = batch.inputs[batch.classes == c, :-1].flatten()
+        freq = torch.bincount(context, minlength=50).double() / len(context)
+        sigma = (probs[c] * (1 - probs[c]) / len(context)).sqrt()
+        assert ((freq - probs[c]).abs() <= 5 * sigma + 1e-12).all(), c
+
+
+def test_a_seed_fixes_the_batch_and_streams_differ():
+    a = sample_batch(16, 20, seeded_generator(7))
+    b = sample_batch(16, 20, seeded_generator(7))
+    assert torch.equal(a.inputs, b.inputs) and torch.equal(a.targets, b.targets)
+    c = sample_batch(16, 20, seeded_generator(8))
+    d = sample_batch(16, 20, seeded_generator(7, stream=1))
+    assert not torch.equal(a.inputs, c.inputs)
+    assert not torch.equal(a.inputs, d.inputs)
+
+
+def test_fixed_classes_and_bad_arguments():
+    batch = sample_batch(4, 6, seeded_generator(0), classes=torch.tensor([3, 2, 1, 0]))
+    assert batch.targets.tolist() == [4, 3, 2, 1]
+    assert batch.inputs[:, -1].tolist() == [8, 7, 6, 5]
+    with pytest.raises(ValueError):
+        sample_batch(4, 2)
+    with pytest.raises(ValueError):
+        sample_batch(2, 6, classes=torch.tensor([0, 4]))
