@@ -159,3 +159,19 @@ def test_learned_sinks_are_prepended_and_attended_but_not_predicted():
     assert model.sink.grad is not None and model.sink.grad.abs().sum() > 0
     assert model.param_group("sink") == "embed"
     assert model.num_params() == without.num_params()
+
+
+def test_classification_head_reads_each_sequences_last_token():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(n_layer=1, d_model=32, n_head=2, head_dim=16, block_size=16, n_classes=3))
+    short, long = torch.randint(0, 256, (1, 5)), torch.randint(0, 256, (1, 9))
+    padded = torch.zeros(2, 9, dtype=torch.long)
+    padded[0, :5], padded[1] = short[0], long[0]
+    batched = model.classify(padded, last=torch.tensor([4, 8]))
+    assert batched.shape == (2, 3)
+    # right padding never reaches an earlier position of a causal model
+    torch.testing.assert_close(batched[0], model.classify(short)[0], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(batched[1], model.classify(long)[0], atol=1e-6, rtol=1e-5)
+    assert model.param_group("cls_head.weight") == "head"
+    with pytest.raises(ValueError, match="no classification head"):
+        GPT(GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8)).classify(short)

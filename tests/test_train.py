@@ -104,3 +104,12 @@ def test_parameter_groups_get_their_own_learning_rates(data):
     # a zero learning rate leaves only weight decay, which is also scaled by lr: q is unchanged
     assert torch.equal(q_after, init.blocks[0].attn.q_proj.weight)
     assert not torch.equal(result.model.blocks[0].attn.v_proj.weight, init.blocks[0].attn.v_proj.weight)
+
+
+def test_bf16_autocast_trains_and_precision_is_validated(data):
+    cfg = TrainConfig(**{**CFG.to_dict(), "steps": 3, "precision": "bf16"})
+    result = train(MODEL, cfg, data, device="cpu", progress=False)
+    assert all(math.isfinite(v) for v in result.history["train_loss"])
+    assert result.model.wte.weight.dtype == torch.float32  # weights stay fp32 under autocast
+    with pytest.raises(ValueError, match="precision"):
+        TrainConfig(precision="fp8")

@@ -33,6 +33,7 @@ class GPTConfig:
     embed_norm: bool = False  # LayerNorm right after the token embedding (XSA paper setup)
     attn: str | tuple[str, ...] = "sa"
     n_sink: int = 0  # learned attention-sink tokens prepended to every sequence (XSA paper, Fig. 6)
+    n_classes: int = 0  # > 0: a classification head on the last token's final state (``GPT.classify``)
     bias: bool = False
     tie_embeddings: bool = True
 
@@ -45,8 +46,8 @@ class GPTConfig:
             raise ValueError(f"attn names {len(kinds)} layers, the model has {self.n_layer}")
         if self.n_head % self.kv_heads:
             raise ValueError(f"n_head={self.n_head} is not a multiple of n_kv_head={self.kv_heads}")
-        if self.n_sink < 0:
-            raise ValueError(f"n_sink must be >= 0, got {self.n_sink}")
+        if self.n_sink < 0 or self.n_classes < 0:
+            raise ValueError(f"n_sink and n_classes must be >= 0, got {self.n_sink}, {self.n_classes}")
         if self.pos not in ("rope", "learned"):
             raise ValueError(f"pos must be 'rope' or 'learned', got {self.pos!r}")
 
@@ -97,6 +98,7 @@ class GPT(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg, kind) for kind in cfg.layer_kinds)
         self.ln_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.cls_head = nn.Linear(cfg.d_model, cfg.n_classes) if cfg.n_classes else None
         if cfg.tie_embeddings:
             self.lm_head.weight = self.wte.weight
         self.apply(self._init_weights)
@@ -111,18 +113,10 @@ class GPT(nn.Module):
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
 
-    def forward(
-        self,
-        idx: torch.Tensor,
-        targets: torch.Tensor | None = None,
-        cache: list[dict] | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """idx (B, T) token ids -> logits (B, T, V) and, given targets (B, T), the mean cross-entropy.
-
-        If ``cache`` is a list, one dict of attention intermediates per layer is appended to it. With learned
-        sink tokens, they occupy the first ``n_sink`` positions of every captured tensor (T + n_sink long);
-        the logits cover the real tokens only.
-        """
+    def hidden(self, idx: torch.Tensor, cache: list[dict] | None = None) -> torch.Tensor:
+        """Final-LayerNorm states of the real tokens, (B, T, D). If ``cache`` is a list, one dict of
+        attention intermediates per layer is appended to it; with learned sink tokens, these occupy the first
+        ``n_sink`` positions of every captured tensor (T + n_sink long)."""
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
@@ -139,11 +133,33 @@ class GPT(nn.Module):
                 capture = {}
                 cache.append(capture)
             x = block(x, capture)
-        logits = self.lm_head(self.ln_f(x[:, self.cfg.n_sink :]))
+        return self.ln_f(x[:, self.cfg.n_sink :])
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        cache: list[dict] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """idx (B, T) token ids -> next-token logits (B, T, V) and, given targets (B, T), the mean
+        cross-entropy. ``cache``: as in ``hidden``."""
+        logits = self.lm_head(self.hidden(idx, cache))
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
         return logits, loss
+
+    def classify(
+        self, idx: torch.Tensor, last: torch.Tensor | None = None, cache: list[dict] | None = None
+    ) -> torch.Tensor:
+        """Class logits (B, n_classes) from the final state of each sequence's last token: position
+        ``last[b]`` (for right-padded batches) or T - 1. ``cache``: as in ``hidden``."""
+        if self.cls_head is None:
+            raise ValueError("this model has no classification head (GPTConfig.n_classes = 0)")
+        h = self.hidden(idx, cache)  # (B, T, D)
+        if last is None:
+            return self.cls_head(h[:, -1])
+        return self.cls_head(h[torch.arange(len(idx), device=idx.device), last])
 
     def run_with_cache(self, idx: torch.Tensor) -> tuple[torch.Tensor, list[dict]]:
         """Logits and the per-layer intermediates (q, k, v, pattern, y, z) of the same forward pass."""
@@ -161,7 +177,7 @@ class GPT(nn.Module):
             return "ov"
         if ".mlp." in name:
             return "mlp"
-        if name.startswith("lm_head"):
+        if name.startswith(("lm_head", "cls_head")):
             return "head"
         return "norm"
 

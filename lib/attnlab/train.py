@@ -42,6 +42,12 @@ class TrainConfig:
     eval_batches: int = 8  # validation: eval_batches x batch_size fixed windows
     checkpoint_every: int = 250
     seed: int = 0
+    precision: str = "fp32"  # "bf16": bfloat16 autocast for forward passes (CUDA, gpu/paper presets)
+    compile: bool = False  # torch.compile the model for the training steps
+
+    def __post_init__(self) -> None:
+        if self.precision not in ("fp32", "bf16"):
+            raise ValueError(f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -100,7 +106,8 @@ def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
         }
         for (name, decay), params in sorted(groups.items())
     ]
-    return torch.optim.AdamW(param_groups, lr=cfg.lr, betas=cfg.betas)
+    fused = next(model.parameters()).device.type == "cuda"
+    return torch.optim.AdamW(param_groups, lr=cfg.lr, betas=cfg.betas, fused=fused)
 
 
 def _step_generator(seed: int, step: int) -> torch.Generator:
@@ -123,14 +130,21 @@ def validation_windows(tokens: torch.Tensor, n: int, seq_len: int) -> torch.Tens
     return tokens[starts[:, None] + torch.arange(seq_len + 1)].long()  # (n, T + 1)
 
 
+def _autocast(device: torch.device, precision: str) -> torch.autocast:
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
 @torch.no_grad()
-def evaluate(model: GPT, windows: torch.Tensor, batch_size: int, device: torch.device) -> float:
+def evaluate(
+    model: GPT, windows: torch.Tensor, batch_size: int, device: torch.device, precision: str = "fp32"
+) -> float:
     """Mean next-token cross-entropy (nats) over validation windows."""
     model.eval()
     total = 0.0
     for chunk in windows.split(batch_size):
         chunk = chunk.to(device)
-        _, loss = model(chunk[:, :-1], chunk[:, 1:])
+        with _autocast(device, precision):
+            _, loss = model(chunk[:, :-1], chunk[:, 1:])
         total += loss.item() * len(chunk)
     model.train()
     return total / len(windows)
@@ -195,7 +209,8 @@ def train(
     val = validation_windows(data["validation"], cfg.eval_batches * cfg.batch_size, cfg.seq_len)
     if start == 0:
         history["val_step"].append(0)
-        history["val_loss"].append(evaluate(model, val, cfg.batch_size, dev))
+        history["val_loss"].append(evaluate(model, val, cfg.batch_size, dev, cfg.precision))
+    step_model = torch.compile(model) if cfg.compile else model
 
     bar = _progress(cfg.steps, start, desc, progress)
     for step in range(start, cfg.steps):
@@ -204,7 +219,8 @@ def train(
         for group in opt.param_groups:
             group["lr"] = lr * group["lr_scale"]
         x, y = sample_batch(data["train"], cfg.batch_size, cfg.seq_len, _step_generator(cfg.seed, step))
-        _, loss = model(x.to(dev), y.to(dev))
+        with _autocast(dev, cfg.precision):
+            _, loss = step_model(x.to(dev), y.to(dev))
         loss_value = loss.item()
         if not math.isfinite(loss_value):
             bar.close()
@@ -225,7 +241,7 @@ def train(
         done = step + 1
         if done % cfg.eval_every == 0 or done == cfg.steps:
             history["val_step"].append(done)
-            history["val_loss"].append(evaluate(model, val, cfg.batch_size, dev))
+            history["val_loss"].append(evaluate(model, val, cfg.batch_size, dev, cfg.precision))
             bar.set_postfix(train=f"{loss_value:.3f}", val=f"{history['val_loss'][-1]:.3f}", refresh=False)
         if ckpt_path is not None and done % cfg.checkpoint_every == 0 and done < cfg.steps:
             atomic_save(

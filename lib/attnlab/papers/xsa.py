@@ -86,11 +86,14 @@ class Preset:
     corpus: str = "shakespeare"
 
 
+# The GPU presets train in bfloat16 autocast with a compiled model, as the paper's runs would.
+GPU = {"precision": "bf16", "compile": True}
+
 # The paper's Table 1 (LR from its grid search; 200K steps of 256 x 2048 tokens, GPT-2 vocabulary).
 PAPER_TABLE1 = {
-    "0.7B": Size(_gpt(24, 1536, 6, 256, 2048, 50257), _train(200_000, 256, 2048, 5e-4, 2000, 400)),
-    "1.3B": Size(_gpt(24, 2048, 24, 128, 2048, 50257), _train(200_000, 256, 2048, 4e-4, 2000, 400)),
-    "2.7B": Size(_gpt(32, 2560, 24, 128, 2048, 50257), _train(200_000, 256, 2048, 3e-4, 2000, 400)),
+    "0.7B": Size(_gpt(24, 1536, 6, 256, 2048, 50257), _train(200_000, 256, 2048, 5e-4, 2000, 400, **GPU)),
+    "1.3B": Size(_gpt(24, 2048, 24, 128, 2048, 50257), _train(200_000, 256, 2048, 4e-4, 2000, 400, **GPU)),
+    "2.7B": Size(_gpt(32, 2560, 24, 128, 2048, 50257), _train(200_000, 256, 2048, 3e-4, 2000, 400, **GPU)),
 }
 
 # The paper's Table 2: zero-shot accuracy (%), baseline -> XSA, averaged over its eight tasks.
@@ -132,13 +135,13 @@ PRESETS: dict[str, Preset] = {
     # One large GPU, about an hour.
     "gpu": Preset(
         sizes={
-            "6L-384d": Size(_gpt(6, 384, 6, 64, 512), _train(5000, 64, 512, 1e-3, 200, 50)),
-            "12L-768d": Size(_gpt(12, 768, 12, 64, 512), _train(5000, 64, 512, 6e-4, 200, 50)),
+            "6L-384d": Size(_gpt(6, 384, 6, 64, 512), _train(5000, 64, 512, 1e-3, 200, 50, **GPU)),
+            "12L-768d": Size(_gpt(12, 768, 12, 64, 512), _train(5000, 64, 512, 6e-4, 200, 50, **GPU)),
         },
         seeds=(0, 1, 2),
         diag_sequences=256,
         sweep=Sweep(
-            Size(_gpt(6, 384, 6, 64, 1024), _train(2000, 64, 512, 1e-3, 100, 20)),
+            Size(_gpt(6, 384, 6, 64, 1024), _train(2000, 64, 512, 1e-3, 100, 20, **GPU)),
             lrs=(3e-4, 6e-4, 1e-3, 2e-3), seq_lens=(128, 256, 512, 1024), sinks=(0, 1, 4),
         ),
         bench=Bench(
