@@ -22,7 +22,7 @@ env: $(STAMP) ## create .venv and install attnlab (editable) with its test tools
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[dev]"
+	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[dev,hf]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 

