@@ -466,6 +466,14 @@ class XSAExperiment:
         wide = frame.pivot_table(index=[axis, "seed"], columns="kind", values="validation")
         return (wide["xsa"] - wide["sa"]).rename("gap").reset_index()
 
+    def best_lr_note(self, best_lr: float) -> str:
+        """The grid search's outcome, flagging a best value at the edge of the grid."""
+        lrs = self.preset.sweep.lrs
+        edge = (
+            " (an edge of the grid: the optimum may lie beyond it)" if best_lr in (min(lrs), max(lrs)) else ""
+        )
+        return f"best SA learning rate of the grid {list(lrs)}: {best_lr:g}{edge}"
+
     def _claims_fig4(self, lr: pd.DataFrame) -> list[Claim]:
         gaps = self._gaps(lr, "lr")
         by_lr = gaps.groupby("lr")["gap"].mean()
@@ -476,7 +484,7 @@ class XSAExperiment:
                 "Fig. 4", "XSA's margin over SA is nearly constant across learning rates",
                 "margin nearly constant over LR 1e-4 ... 6e-4",
                 "XSA - SA by LR: " + ", ".join(f"{k:g}: {v:+.4f}" for k, v in by_lr.items())
-                + f" (range {spread:.4f})",
+                + f" (range {spread:.4f}); {self.best_lr_note(self.best_lr(lr))}",
                 "holds" if steady else "does not hold",
             ),
             Claim(
