@@ -88,3 +88,59 @@ def train_cached(
         f"final val loss {result.final_val_loss:.3f}"
     )
     return result
+
+
+# --- a generic results cache (circuits, classifiers: anything that is not a ``train_cached`` LM run) ------
+
+
+def source_digest(modules: tuple[str, ...]) -> str:
+    """Digest of the source of ``modules`` (file names relative to the ``attnlab`` package, e.g.
+    ``"circuits.py"`` or ``"papers/qk_speed.py"``): part of a cached result's key."""
+    h = hashlib.sha256()
+    for name in modules:
+        h.update(name.encode())
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def result_key(kind: str, config: dict, data: str = "", code: tuple[str, ...] = ()) -> str:
+    """The cache key of a result: its kind, its config (JSON-serialisable), a data fingerprint and the digest
+    of the source modules that compute it."""
+    blob = json.dumps(
+        {"kind": kind, "config": config, "data": data, "code": source_digest(code)}, sort_keys=True
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def result_path(kind: str, config: dict, data: str = "", code: tuple[str, ...] = ()) -> Path:
+    """Where ``cached_result`` keeps a result: ``build/results/<kind>/<key>.pt``."""
+    return paths.build_dir() / "results" / kind / f"{result_key(kind, config, data, code)}.pt"
+
+
+def cached_result(
+    kind: str,
+    config: dict,
+    compute,
+    *,
+    data: str = "",
+    code: tuple[str, ...] = (),
+) -> tuple[dict, bool]:
+    """Load the result of ``compute()`` from ``build/results/<kind>/<key>.pt``, or compute and store it.
+
+    The key covers ``kind``, ``config`` (a JSON-serialisable dict of everything that determines the result),
+    ``data`` (a fingerprint of the input data) and the source of the ``code`` modules, so a change to any of
+    them computes afresh. ``compute()`` must return a dict that ``torch.load(weights_only=True)`` can read
+    back (tensors, state dicts, numbers, strings, lists and dicts of them); it is written atomically, so an
+    interrupted run never leaves a half-written result. A fresh result is returned as read back from the file,
+    so a first run and a cached re-run see identical objects. Returns ``(result, loaded_from_cache)``.
+    """
+    path = result_path(kind, config, data, code)
+    if path.exists():
+        return torch.load(path, map_location="cpu", weights_only=True), True
+    atomic_save(compute(), path)
+    # Read it back as a later run will: a result weights_only cannot load fails now, not on the re-run.
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True), False
+    except Exception:
+        path.unlink(missing_ok=True)
+        raise

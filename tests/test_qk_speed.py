@@ -1,0 +1,440 @@
+"""The qk_speed notebook's library parts: the generic results cache, the real-data tasks (SVA, SQuAD,
+HateXplain), the classifier / QA training loops, the experiment's verdicts and its plots."""
+
+import math
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnlab import cache, run, text_tasks
+from attnlab.data import ByteTokenizer
+from attnlab.dynamics import simulate
+from attnlab.model import GPT, GPTConfig
+from attnlab.papers import qk_speed
+from attnlab.papers import qk_speed_plots as plots
+from attnlab.params import ParameterError
+from attnlab.train import TrainConfig
+
+matplotlib.use("Agg")
+
+
+# --- cache.cached_result ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def build(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path))
+    return tmp_path
+
+
+def test_cached_result_computes_once_then_loads(build):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"w": torch.arange(3.0), "history": [1.0, 0.5], "n": 7}
+
+    first, loaded_first = cache.cached_result("demo", {"lr": 0.1}, compute, data="d1", code=("synthetic.py",))
+    second, loaded_second = cache.cached_result(
+        "demo", {"lr": 0.1}, compute, data="d1", code=("synthetic.py",)
+    )
+    assert (loaded_first, loaded_second) == (False, True)
+    assert len(calls) == 1
+    assert torch.equal(first["w"], second["w"]) and second["history"] == [1.0, 0.5] and second["n"] == 7
+    # a different config, data fingerprint or code list is a different result
+    cache.cached_result("demo", {"lr": 0.2}, compute, data="d1", code=("synthetic.py",))
+    cache.cached_result("demo", {"lr": 0.1}, compute, data="d2", code=("synthetic.py",))
+    cache.cached_result("demo", {"lr": 0.1}, compute, data="d1", code=("circuits.py",))
+    assert len(calls) == 4
+    assert not list(build.rglob("*.tmp"))
+
+
+def test_result_key_follows_the_source_of_the_code_modules(monkeypatch, tmp_path):
+    fake = tmp_path / "mod.py"
+    fake.write_text("x = 1\n")
+    monkeypatch.setattr(cache, "__file__", str(tmp_path / "cache.py"))
+    before = cache.result_key("k", {}, code=("mod.py",))
+    fake.write_text("x = 2\n")
+    assert cache.result_key("k", {}, code=("mod.py",)) != before
+
+
+def test_a_result_weights_only_cannot_load_fails_at_once_and_leaves_nothing(build):
+    class Opaque:
+        pass
+
+    with pytest.raises(Exception):  # noqa: B017 - torch raises its UnpicklingError
+        cache.cached_result("bad", {}, lambda: {"obj": Opaque()})
+    assert not list((build / "results").rglob("*.pt"))
+
+
+# --- words, subjects, SVA -----------------------------------------------------------------------------------
+
+
+def test_words_and_the_plural_suffix():
+    expected = ["about", "100,000", "papers", ",", "a", "year", "."]
+    assert text_tasks.words("About 100,000 Papers, a year.") == expected
+    assert text_tasks.split_suffix("papers") == ["paper", "+s"]
+    assert text_tasks.split_suffix("compares") == ["compare", "+s"]
+    for kept in ("class", "status", "this", "has", "is", "sultan-zade's", "1990s"):
+        assert text_tasks.split_suffix(kept) == [kept]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "head"),
+    [
+        ("a combination of these influences", "combination"),
+        ("about 100,000 scientific papers a year", "papers"),
+        (
+            "according to a 1984 journal article by his biographer, sultan-zade's activities after",
+            "activities",
+        ),
+        ("all the water from the various fissures", "water"),
+        ("although some areas of the park, particularly new orleans square,", "areas"),
+        ("additionally, the dressing room signs that were used", "signs"),
+        ("members", "members"),
+    ],
+)
+def test_subject_head_rule(prefix, head):
+    w = text_tasks.words(prefix)
+    assert w[text_tasks.subject_head(w)] == head
+
+
+def test_sva_task_is_balanced_and_marks_subject_and_verb():
+    data = text_tasks.load_sva(limit=50)
+    assert len(data) == 100 and data.labels.sum() == 50
+    # both examples of an item are on the same side of the split; one item in five is test
+    for i in data.item.unique():
+        assert data.train[data.item == i].unique().numel() == 1
+    assert (~data.train).sum() == 20
+    n = len(data)
+    last = data.tokens[torch.arange(n), data.lengths - 1]
+    padding = torch.arange(data.tokens.shape[1]) >= data.lengths[:, None]
+    assert (data.tokens[padding] == 0).all() and (last != 0).all()
+    # the verb (last token, or the last two with its "+s") is relevant, and so is something before it
+    assert data.relevant[torch.arange(n), data.lengths - 1].all()
+    before_verb = data.relevant & (torch.arange(data.tokens.shape[1]) < (data.lengths - 2)[:, None])
+    assert before_verb.any(-1).all()
+    # the two examples of an item differ only in the verb
+    a, b = data.tokens[data.item == 0]
+    assert not torch.equal(a, b)
+
+
+def test_compact_drops_positions_and_padding():
+    tokens = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
+    lengths = torch.tensor([3, 2])
+    keep = torch.tensor([[True, False, True, True], [False, True, True, True]])
+    out, n = text_tasks._compact(tokens, lengths, keep)
+    assert out.tolist() == [[5, 7], [9, 0]] and n.tolist() == [2, 1]
+
+
+def _tiny_data(n=16, T=6, vocab=10):
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(2, vocab, (n, T), generator=g)
+    labels = (tokens[:, -1] > vocab // 2).long()
+    return text_tasks.ClassificationData(
+        tokens=tokens,
+        lengths=torch.full((n,), T),
+        labels=labels,
+        relevant=torch.zeros(n, T, dtype=torch.bool),
+        item=torch.arange(n),
+        train=torch.ones(n, dtype=torch.bool),
+        vocab=text_tasks.Vocabulary([]),
+        n_classes=2,
+    )
+
+
+def _tiny_cfg(vocab=10):
+    return GPTConfig(
+        vocab_size=vocab,
+        n_layer=1,
+        d_model=16,
+        n_head=2,
+        head_dim=8,
+        d_ff=32,
+        block_size=8,
+        pos="learned",
+        n_classes=2,
+        tie_embeddings=False,
+    )
+
+
+def test_train_classifier_scales_each_group_learning_rate():
+    data, cfg = _tiny_data(), _tiny_cfg()
+    torch.manual_seed(3)
+    init = GPT(cfg).state_dict()
+    out = text_tasks.train_classifier(
+        cfg, data, epochs=2, batch_size=4, lr=0.05, momentum=0.9, lr_scale={"qk": 0.0}, seed=3
+    )
+    trained = out["model"]
+    for name in init:
+        moved = not torch.equal(init[name], trained[name])
+        if name.endswith(("q_proj.weight", "k_proj.weight")):
+            assert not moved, name
+    assert not torch.equal(init["blocks.0.attn.v_proj.weight"], trained["blocks.0.attn.v_proj.weight"])
+    assert not torch.equal(init["wte.weight"], trained["wte.weight"])
+    assert len(out["train_loss"]) == 2 and all(math.isfinite(x) for x in out["train_loss"])
+
+
+def test_classifier_outputs_attention_is_the_last_tokens_head_mean_row():
+    data, cfg = _tiny_data(n=4), _tiny_cfg()
+    model = GPT(cfg)
+    data = text_tasks.ClassificationData(**{**data.__dict__, "lengths": torch.tensor([6, 4, 5, 3])})
+    out = text_tasks.classifier_outputs(model, data)
+    for b, n in enumerate(data.lengths.tolist()):
+        cache_: list[dict] = []
+        logits = model.classify(data.tokens[b : b + 1, :n], cache=cache_)
+        row = cache_[0]["pattern"][0].mean(0)[n - 1]
+        assert torch.allclose(out["attn"][b, :n], row, atol=1e-6)
+        assert out["attn"][b, n:].abs().sum() == 0
+        assert torch.allclose(out["probs"][b], logits.softmax(-1)[0], atol=1e-6)
+
+
+# --- SQuAD --------------------------------------------------------------------------------------------------
+
+
+def test_squad_f1_and_exact_match():
+    assert text_tasks.exact_match("The Denver Broncos!", "denver broncos") == 1.0
+    assert text_tasks.f1_score("Denver Broncos team", "Denver Broncos") == pytest.approx(0.8)
+    assert text_tasks.f1_score("Carolina", "Denver Broncos") == 0.0
+
+
+def test_squad_windows_contain_the_answer_and_its_bytes_are_marked():
+    examples = text_tasks.load_squad(window=80, max_answer=30, limit=40)
+    assert len(examples) == 40
+    for ex in examples:
+        assert len(ex.context) <= 80
+        assert ex.context[ex.answer_char : ex.answer_char + len(ex.answers[0])] == ex.answers[0]
+    data = text_tasks.encode_qa(examples)
+    tok = ByteTokenizer()
+    for n, ex in enumerate(examples):
+        marked = data.tokens[n][data.relevant[n]]
+        assert tok.decode(marked) == ex.answers[0]
+        p, t = int(data.prompt_len[n]), int(data.target_len[n])
+        assert tok.decode(data.tokens[n, p : p + t]) == f" {ex.answers[0]}\n"
+
+
+def test_answer_loss_counts_only_the_answer_bytes():
+    torch.manual_seed(0)
+    examples = text_tasks.load_squad(window=40, max_answer=20, limit=3)
+    data = text_tasks.encode_qa(examples)
+    model = GPT(GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=data.tokens.shape[1]))
+    idx = torch.arange(3)
+    got = text_tasks._answer_loss(model, data, idx, "cpu")
+    losses = []
+    for n in range(3):
+        p, t = int(data.prompt_len[n]), int(data.target_len[n])
+        seq = data.tokens[n, : p + t][None]
+        logits, _ = model(seq[:, :-1])
+        losses.append(F.cross_entropy(logits[0, p - 1 : p + t - 1], seq[0, p : p + t], reduction="none"))
+    assert got.item() == pytest.approx(torch.cat(losses).mean().item(), rel=1e-5)
+
+
+def test_train_qa_and_qa_outputs_run_and_score_in_range():
+    examples = text_tasks.load_squad(window=40, max_answer=12, limit=8)
+    data = text_tasks.encode_qa(examples)
+    cfg = GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=data.tokens.shape[1] + 16)
+    out = text_tasks.train_qa(cfg, TrainConfig(steps=3, batch_size=4, seq_len=0, warmup_steps=1), data)
+    model = GPT(cfg)
+    model.load_state_dict(out["model"])
+    res = text_tasks.qa_outputs(model, data, max_new=4)
+    for key in ("f1", "em", "answer_prob", "mass"):
+        assert res[key].shape == (8,) and ((res[key] >= 0) & (res[key] <= 1 + 1e-9)).all(), key
+
+
+def test_hatexplain_offline_raises_a_clear_error(monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(text_tasks.DatasetUnavailable, match="HateXplain.*offline"):
+        text_tasks.load_hatexplain()
+
+
+# --- the experiment -----------------------------------------------------------------------------------------
+
+
+def test_configure_and_runner_registration():
+    exp = qk_speed.configure(scale="cpu")
+    assert exp.seeds == qk_speed.PRESETS["cpu"].seeds
+    assert qk_speed.configure(scale="cpu", seeds=[7]).preset.ratio_seeds == 1
+    with pytest.raises(ParameterError, match="scale must be one of"):
+        qk_speed.configure(scale="tiny")
+    with pytest.raises(ParameterError, match="seeds must be distinct"):
+        qk_speed.configure(seeds=[1, 1])
+    assert run.resolve_parameters("qk_speed", {}) == {
+        "scale": "smoke",
+        "seeds": [],
+        "device": "auto",
+        "workers": 0,
+    }
+    assert qk_speed.configure(workers=3).workers == 3 and qk_speed.configure().workers >= 1
+    with pytest.raises(ParameterError, match="workers must be"):
+        qk_speed.configure(workers=-1)
+
+
+def test_paper_presets_follow_the_sheet():
+    for scale in ("gpu", "paper"):
+        p = qk_speed.PRESETS[scale]
+        assert p.seeds == (1234, 1235, 1236, 1237, 1238) and p.sva_seeds == p.seeds
+        assert (p.circuits.lr, p.circuits.batches_per_epoch, p.circuits.max_epochs) == (1e-2, 250, 2500)
+        assert (p.fixed.lr, p.fixed.epochs, p.fixed.batches_per_epoch) == (1e-2, 500, 250)
+        assert (p.sva.epochs, p.sva.lr, p.sva.momentum, p.sva.qk_scale) == (15, 5e-4, 0.99, 100.0)
+        assert p.squad.qk_scale == 20.0 and p.squad.model.n_layer == 6
+    labels = [r.label for r in qk_speed.fig2_runs(qk_speed.PRESETS["paper"].circuits)]
+    assert labels[:4] == ["FAFO", "FACO", "CAFO", "CACO"] and len(set(labels)) == len(labels)
+
+
+def test_sign_verdict():
+    assert qk_speed._sign_verdict([0.1, 0.2]) == "holds"
+    assert qk_speed._sign_verdict([-0.1, -0.2]) == "does not hold"
+    assert qk_speed._sign_verdict([0.3, -0.1]).startswith("inconclusive")
+
+
+def test_sharper_needs_a_rise_in_every_seed_and_a_minimum_mean_gain():
+    assert qk_speed._sharper_verdict([0.1, 0.2]) == "holds"
+    assert qk_speed._sharper_verdict([0.01, 0.02]).startswith("inconclusive: higher in every seed")
+    assert qk_speed._sharper_verdict([0.3, -0.01]).startswith("inconclusive: the sign differs")
+
+
+def _exp():
+    return qk_speed.configure(scale="smoke")
+
+
+def test_ratio_claim_reads_the_sweep():
+    rows = [
+        {"ratio": r, "seed": s, "mass": 0.3 + 0.1 * i, "accuracy": 1.0}
+        for i, r in enumerate((1, 5, 20))
+        for s in (0, 1)
+    ]
+    (claim,) = _exp()._claims_ratio(pd.DataFrame(rows))
+    assert claim.verdict == "holds"
+    rows[-1]["accuracy"] = rows[-2]["accuracy"] = 0.5
+    (claim,) = _exp()._claims_ratio(pd.DataFrame(rows))
+    assert claim.verdict.startswith("does not hold: attention sharpens but accuracy")
+    flat = [dict(r, mass=0.3, accuracy=1.0) for r in rows]
+    assert _exp()._claims_ratio(pd.DataFrame(flat))[0].verdict == "does not hold"
+
+
+def test_fig3_claim_needs_falling_loss_and_positive_difference():
+    frame = pd.DataFrame(
+        [
+            {"ov": ov, "alpha": a, "epoch": 3, "loss": 1.0 - a, "fd": 0.1}
+            for ov in ("factorised", "collapsed")
+            for a in (0.2, 0.6, 1.0)
+        ]
+    )
+    claims = _exp()._claims_fig3(frame)
+    assert [c.verdict for c in claims] == ["holds", "holds"]
+    frame.loc[frame["alpha"] == 1.0, "loss"] = 2.0
+    assert _exp()._claims_fig3(frame)[0].verdict == "does not hold"
+
+
+def test_real_data_claims_from_hand_made_runs():
+    rows = []
+    for variant, mass in (("baseline", 0.2), ("fast QK", 0.5)):
+        for seed in (0, 1):
+            for k in range(10):
+                rows.append(
+                    {
+                        "variant": variant,
+                        "seed": seed,
+                        "mass": mass + 0.01 * seed,
+                        "true_prob": 0.9,
+                        "correct": k < 8,
+                    }
+                )
+    sharp, same = _exp()._real_claim(pd.DataFrame(rows), "SVA", "", "", "correct", "accuracy")
+    assert sharp.verdict == "holds" and same.verdict == "holds"
+    frame = pd.DataFrame(rows)
+    frame.loc[frame["variant"] == "fast QK", "correct"] = False
+    assert _exp()._real_claim(frame, "SVA", "", "", "correct", "accuracy")[1].verdict == "does not hold"
+
+
+def test_supported_law_and_fig4_claims_on_real_simulations():
+    sims = {r: simulate(r, loss_stop=1e-2, record_every=20) for r in (0.1, 10.0)}
+    fits = qk_speed.QKSpeedExperiment.growth_fits(sims)
+    law = qk_speed.QKSpeedExperiment.supported_law(fits)
+    assert list(law.index) == [0.1, 10.0]
+    better = law["r2 exp(mu_QK) ~ log^2 t"] > law["r2 mu_QK ~ log^2 t"]
+    assert (law["better"] == np.where(better, "exp(mu_QK) ~ log^2 t", "mu_QK ~ log^2 t")).all()
+    claims = _exp()._claims_fig4(sims, fits)
+    assert claims[0].verdict == "holds"  # alpha rises with r
+
+
+def test_dtap_mean_over_seeds():
+    frame = pd.DataFrame(
+        {"run": "A", "seed": [0, 0, 1, 1], "mass": [0.1, 0.9, 0.1, 0.1], "true_prob": [0.9, 0.9, 0.9, 0.9]}
+    )
+    mean, std = qk_speed.QKSpeedExperiment.dtap(frame)["A"]
+    assert mean[0, 4] == pytest.approx(75.0) and mean[4, 4] == pytest.approx(25.0)
+    assert std[0, 4] == pytest.approx(25.0)
+
+
+# --- plots --------------------------------------------------------------------------------------------------
+
+
+def _labelled(fig):
+    return all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes if ax.axison)
+
+
+def test_plots_have_labelled_axes():
+    hist = (np.full((5, 5), 4.0), np.zeros((5, 5)))
+    assert _labelled(plots.dtap_grid({"A": hist, "B": hist}, ncols=3))
+    fig3 = pd.DataFrame(
+        [
+            {"ov": ov, "alpha": a, "epoch": e, "loss": 1.0 / (e + 1), "fd": 0.1}
+            for ov in ("factorised", "collapsed")
+            for a in (0.2, 1.0)
+            for e in range(3)
+        ]
+    )
+    assert _labelled(plots.fixed_attention(fig3))
+    sims = {r: simulate(r, loss_stop=1e-2, record_every=50) for r in (1.0, 10.0)}
+    assert _labelled(plots.reduced_dynamics(sims))
+    assert _labelled(plots.growth_laws(sims, qk_speed.QKSpeedExperiment.growth_fits(sims)))
+    ratio = pd.DataFrame(
+        {
+            "ratio": [1, 1, 5, 5],
+            "seed": [0, 1, 0, 1],
+            "mass": [0.3, 0.31, 0.6, 0.62],
+            "accuracy": [1.0, 1.0, 1.0, 1.0],
+        }
+    )
+    assert _labelled(plots.ratio_sweep(ratio))
+    frame = pd.DataFrame(
+        {
+            "variant": ["baseline", "baseline", "fast QK", "fast QK"],
+            "seed": [0, 1, 0, 1],
+            "mass": [0.2, 0.3, 0.5, 0.6],
+        }
+    )
+    ac = pd.DataFrame(
+        {
+            "variant": ["baseline", "baseline", "fast QK", "fast QK"],
+            "seed": [0, 1, 0, 1],
+            "AC": [10.0, 12.0, 40.0, 45.0],
+        }
+    )
+    assert _labelled(plots.variant_bars(frame, {"mass": "attention mass"}, ac))
+    matplotlib.pyplot.close("all")
+
+
+def test_parallel_prefetch_stores_what_a_serial_run_computes(build):
+    from dataclasses import replace
+
+    base = qk_speed.configure(scale="smoke", seeds=[1234])
+    tiny = replace(base.preset.circuits, batches_per_epoch=2, max_epochs=1, eval_size=16, ratios=(1.0, 3.0))
+    preset = replace(base.preset, circuits=tiny, parallel=True, ratio_seeds=1)
+    parallel = replace(base, preset=preset, workers=2, cached={"loaded": 0, "computed": 0})
+    first = parallel.ratio_sweep()
+    assert parallel.cached == {"loaded": 2, "computed": 0}  # both trained by the workers, then loaded
+    serial_build = build / "serial"
+    serial_build.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ATTNLAB_BUILD", str(serial_build))
+        serial = replace(parallel, workers=1, cached={"loaded": 0, "computed": 0})
+        second = serial.ratio_sweep()
+        assert serial.cached == {"loaded": 0, "computed": 2}
+    pd.testing.assert_frame_equal(first, second)
