@@ -34,6 +34,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 # Set before transformers / huggingface_hub are imported: they read these once, at import time.
@@ -52,6 +53,7 @@ from transformers import (  # noqa: E402
 from transformers.masking_utils import AttentionMaskInterface, eager_mask  # noqa: E402
 
 from attnlab import artifacts  # noqa: E402
+from attnlab.data import ByteTokenizer  # noqa: E402
 from attnlab.model import GPT  # noqa: E402
 
 #: The ``attn_implementation`` name under which attnlab's capturing attention function is registered.
@@ -118,6 +120,53 @@ def load(
         name_or_path, dtype=dtype, attn_implementation=attn_implementation, **kwargs
     )
     return model.to(device).eval(), tokenizer
+
+
+@dataclass(frozen=True)
+class TextModel:
+    """A causal LM with its tokenizer behind one interface: a Hugging Face model with its tokenizer, or this
+    project's byte-level ``GPT`` (``tokenizer=None``). ``capture`` and ``intervene`` take ``.model``."""
+
+    model: nn.Module
+    tokenizer: PreTrainedTokenizerBase | None = None
+    name: str = ""
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, without special tokens."""
+        if self.tokenizer is None:
+            return ByteTokenizer().encode(text).tolist()
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def token_strings(self, ids: Sequence[int]) -> list[str]:
+        """A readable string per token (for axis labels)."""
+        if self.tokenizer is None:
+            return [repr(chr(i))[1:-1] if i < 128 else f"\\x{i:02x}" for i in ids]
+        return [self.tokenizer.decode([i]) for i in ids]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def n_layers(self) -> int:
+        return len(attention_modules(self.model))
+
+    def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Next-token logits (B, T, V) of ``input_ids`` (B, T), no padding mask (right padding is harmless
+        in a causal model)."""
+        if isinstance(self.model, GPT):
+            return self.model(input_ids)[0]
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+
+def load_text_model(
+    name_or_path: str | Path = "smollm2",
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+) -> TextModel:
+    """``load`` wrapped as a ``TextModel``."""
+    model, tokenizer = load(name_or_path, dtype=dtype, device=device)
+    return TextModel(model, tokenizer, str(name_or_path))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -24,7 +24,11 @@ from attnlab.claims import gather_report
 from attnlab.params import SCALES, ParameterError
 
 # notebook name -> the module whose ``configure(**parameters)`` validates its parameters
-NOTEBOOKS = {"xsa": "attnlab.papers.xsa", "qk_speed": "attnlab.papers.qk_speed"}
+NOTEBOOKS = {
+    "xsa": "attnlab.papers.xsa",
+    "qk_speed": "attnlab.papers.qk_speed",
+    "contribution_weights": "attnlab.papers.contribution_weights",
+}
 
 
 def notebooks_dir() -> Path:

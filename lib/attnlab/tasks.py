@@ -26,6 +26,9 @@ class Task:
     # and a byte-level model's log-likelihood of the longer one can never exceed the shorter's; a trailing
     # space ends the word, so the comparison is between "admires " and "admire ".
     choice_suffix: str = ""
+    # How an example's input becomes the prompt, and what precedes each choice (BIG-bench's own prefixes).
+    template: str = "{input}"
+    choice_prefix: str = ""
 
 
 TASKS: dict[str, Task] = {
@@ -39,6 +42,25 @@ TASKS: dict[str, Task] = {
     "cause_effect": Task(
         "cause_and_effect/one_sentence_no_prompt/task.json",
         "commonsense: which of two 'A because B' sentences is plausible",
+    ),
+    # Stand-ins for sets that are not available offline (papers/contribution-weights.md, "Downstream").
+    "winowhy": Task(
+        "winowhy/task.json",
+        "pronoun resolution with a stated reason, correct or incorrect (stand-in for Winogrande)",
+        template="{input}\nThe above reasoning is",
+        choice_prefix=" ",
+    ),
+    "strategyqa": Task(
+        "strategyqa/task.json",
+        "yes/no questions needing implicit reasoning (stand-in for BoolQ)",
+        template="Question: {input}\nAnswer:",
+        choice_prefix=" ",
+    ),
+    "math_qa": Task(
+        "elementary_math_qa/question_only/task.json",
+        "MathQA word problems, five numeric choices (stand-in for GSM8K)",
+        template="Question: {input}\nAnswer:",
+        choice_prefix=" ",
     ),
 }
 
@@ -59,10 +81,24 @@ def load_task(name: str, limit: int | None = None) -> list[MultipleChoice]:
     examples = json.loads((root / _ROOT / task.path).read_text())["examples"]
     items = []
     for ex in examples[:limit]:
-        choices = tuple(choice + task.choice_suffix for choice in ex["target_scores"])
+        choices = tuple(task.choice_prefix + choice + task.choice_suffix for choice in ex["target_scores"])
         scores = list(ex["target_scores"].values())
-        items.append(MultipleChoice(ex["input"], choices, scores.index(max(scores))))
+        prompt = task.template.format(input=ex["input"])
+        items.append(MultipleChoice(prompt, choices, scores.index(max(scores))))
     return items
+
+
+def answer_text(items: list[MultipleChoice]) -> str:
+    """The examples written out as running text, each prompt followed by its correct answer, separated by
+    blank lines: a held-out text for perplexity (e.g. the math word problems standing in for GSM8K)."""
+    return "\n\n".join(item.prompt + item.choices[item.answer] for item in items)
+
+
+def tie_credit(scores: list[float], answer: int) -> float:
+    """1 if the correct choice alone scores highest; 1 / (number tied) if it ties for the highest (the
+    expected score of breaking the tie at random; the answer is often listed first); 0 otherwise."""
+    best = max(scores)
+    return 1 / sum(score == best for score in scores) if scores[answer] == best else 0.0
 
 
 @torch.no_grad()
@@ -102,9 +138,5 @@ def choice_logprobs(model: GPT, items: list[MultipleChoice], batch_size: int = 6
 def accuracy(model: GPT, items: list[MultipleChoice]) -> float:
     """Fraction of items whose correct choice has the highest log-likelihood; a tie for the highest counts
     as 1 / (number tied), the expected score of breaking it at random (the answer is often listed first)."""
-    credit = 0.0
-    for row, item in zip(choice_logprobs(model, items), items, strict=True):
-        best = max(row)
-        if row[item.answer] == best:
-            credit += 1 / sum(score == best for score in row)
-    return credit / len(items)
+    rows = choice_logprobs(model, items)
+    return sum(tie_credit(row, item.answer) for row, item in zip(rows, items, strict=True)) / len(items)

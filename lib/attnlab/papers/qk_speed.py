@@ -16,19 +16,18 @@ import statistics
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from attnlab import paths
 from attnlab.cache import cached_result, result_path
 from attnlab.circuits import evaluate_circuit, make_circuit, train_circuit, train_fixed_attention
 from attnlab.claims import Claim, verdict_below_zero
 from attnlab.dynamics import ReducedModel, Simulation, Trajectory, fit_growth_laws, simulate
 from attnlab.metrics import attention_confidence, attention_mass, dtap_histogram, faithfulness
 from attnlab.model import GPT, GPTConfig
+from attnlab.papers.experiment import PaperExperiment
 from attnlab.params import ParameterError, check_device, check_scale, check_seeds
 from attnlab.synthetic import sample_batch, seeded_generator
 from attnlab.text_tasks import (
@@ -43,7 +42,7 @@ from attnlab.text_tasks import (
     train_classifier,
     train_qa,
 )
-from attnlab.train import TrainConfig, resolve_device
+from attnlab.train import TrainConfig
 
 PAPER = "qk_speed"
 KINDS = ("fafo", "faco", "cafo", "caco")
@@ -380,21 +379,15 @@ def _store(kind: str, train, config: dict) -> None:
 
 
 @dataclass(frozen=True)
-class QKSpeedExperiment:
+class QKSpeedExperiment(PaperExperiment):
+    paper = PAPER
+
     scale: str
     preset: Preset
     seeds: tuple[int, ...]
     device: str
     workers: int = 1  # processes that train the circuit runs in parallel
     cached: dict = field(default_factory=lambda: {"loaded": 0, "computed": 0}, compare=False)
-
-    @property
-    def figures(self) -> Path:
-        return paths.figures_dir() / self.scale / PAPER
-
-    @property
-    def torch_device(self) -> torch.device:
-        return resolve_device(self.device)
 
     def _cached(self, kind: str, config: dict, compute, *, data: str = "", code=()) -> dict:
         result, loaded = cached_result(kind, config, compute, data=data, code=code)

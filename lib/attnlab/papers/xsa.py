@@ -9,22 +9,21 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from attnlab import paths
 from attnlab.benchmark import block_cost
 from attnlab.cache import RunSpec, train_cached
 from attnlab.claims import Claim, verdict_below_zero
 from attnlab.data import load_tokens
 from attnlab.metrics import similarity_bias_by_layer
 from attnlab.model import GPT, GPTConfig
+from attnlab.papers.experiment import PaperExperiment
 from attnlab.params import check_device, check_scale, check_seeds, check_subset
 from attnlab.tasks import TASKS, accuracy, load_task
-from attnlab.train import TrainConfig, TrainResult, resolve_device, validation_windows
+from attnlab.train import TrainConfig, TrainResult, validation_windows
 
 PAPER = "xsa"
 KINDS = ("sa", "xsa")
@@ -179,20 +178,14 @@ def _final_losses(run: TrainResult) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class XSAExperiment:
+class XSAExperiment(PaperExperiment):
+    paper = PAPER
+
     scale: str
     preset: Preset
     seeds: tuple[int, ...]
     sizes: tuple[str, ...]
     device: str
-
-    @property
-    def figures(self) -> Path:
-        return paths.figures_dir() / self.scale / PAPER
-
-    @property
-    def torch_device(self) -> torch.device:
-        return resolve_device(self.device)
 
     def _train(self, spec: RunSpec, label: str) -> TrainResult:
         return train_cached(spec, device=self.device, label=label)

@@ -1,0 +1,74 @@
+"""Sink analyses: the factors multiply back to the contribution weights, the fit finds a known vertex, and the
+cone and cosine summaries on hand-made inputs."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.metrics import contribution_weights
+from attnlab.sinks import (
+    cone_concentration,
+    contribution_factors,
+    convex_fit,
+    decomposition,
+    sink_rate_and_norm,
+    sink_value_cosines,
+)
+
+
+def random_layer(B=2, H=3, T=6, D=5):
+    torch.manual_seed(0)
+    scores = torch.randn(B, H, T, T).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+    return scores.softmax(-1), torch.randn(B, H, T, D)
+
+
+def test_factors_multiply_to_the_contribution():
+    pattern, values = random_layer()
+    f = contribution_factors(pattern, values)
+    product = f["attention"] * f["norm_ratio"] * f["cosine"]
+    assert torch.allclose(product, contribution_weights(pattern, values), atol=1e-5)
+    assert torch.allclose(f["contribution"], product, atol=1e-5)
+
+
+def test_decomposition_separates_sink_and_tail():
+    pattern, values = random_layer()
+    d = decomposition(pattern, values)
+    f = contribution_factors(pattern, values)
+    assert d.loc["sink", "mean_attention"] == pytest.approx(pattern[..., 1:, 0].mean().item(), rel=1e-5)
+    T = pattern.shape[-1]
+    tail = torch.tensor([[1 <= j <= i for j in range(T)] for i in range(T)])
+    assert d.loc["tail", "mean_contribution"] == pytest.approx(
+        f["contribution"][..., tail].mean().item(), rel=1e-5
+    )
+
+
+def test_convex_fit_recovers_the_toy_vertex():
+    # ||a v_s + (1 - a) u||^2 with v_s anti-aligned to u: minimum at <u, u - v_s> / ||u - v_s||^2
+    u, v_s = np.array([1.0, 0.2]), np.array([-0.5, 0.1])
+    a = np.linspace(0, 1, 50)
+    norm = np.linalg.norm(a[:, None] * v_s + (1 - a[:, None]) * u, axis=1)
+    fit = convex_fit(a, norm)
+    expected = u @ (u - v_s) / ((u - v_s) @ (u - v_s))
+    assert (
+        fit["p2"] > 0 and fit["vertex"] == pytest.approx(expected, rel=1e-6) and fit["r2"] == pytest.approx(1)
+    )
+    assert 0 < fit["vertex"] < 1
+
+
+def test_sink_value_cosines_and_rates():
+    values = torch.zeros(1, 1, 3, 2)
+    values[0, 0, 0] = torch.tensor([1.0, 0.0])
+    values[0, 0, 1] = torch.tensor([-2.0, 0.0])
+    values[0, 0, 2] = torch.tensor([0.0, 3.0])
+    assert torch.allclose(sink_value_cosines(values), torch.tensor([-1.0, 0.0]))
+    pattern = torch.tensor([[[[1.0, 0, 0], [0.25, 0.75, 0], [0.5, 0.25, 0.25]]]])
+    rate, norm = sink_rate_and_norm(pattern, values)
+    assert torch.allclose(rate, torch.tensor([[0.25, 0.5]]))
+    assert torch.allclose(norm[0, 0], torch.tensor(1.25))  # ||0.25 (1, 0) + 0.75 (-2, 0)||
+
+
+def test_cone_is_one_for_parallel_outputs_and_lower_for_spread_ones():
+    same = torch.ones(2, 1, 4, 3)
+    assert cone_concentration(same).item() == pytest.approx(1.0)
+    spread = torch.randn(2, 1, 50, 3)
+    assert cone_concentration(spread).item() < 0.9
