@@ -181,8 +181,9 @@ def _gpt(attn="sa"):
     return model
 
 
-def test_gpt_capture_and_intervention():
-    model = _gpt()
+@pytest.mark.parametrize("attn", ["sa", ("sd", "linear")])
+def test_gpt_capture_and_intervention(attn):
+    model = _gpt(attn)
     ids = torch.randint(0, 256, (2, 10), generator=torch.Generator().manual_seed(7))
     outs = {}
     handles = [

@@ -1,11 +1,16 @@
 """Causal attention variants behind one base class.
 
 ``CausalSelfAttention`` is standard softmax attention (SA). A variant overrides only the step that differs:
-``ExclusiveSelfAttention`` (XSA, arXiv 2603.09078) overrides ``readout``, which turns the mixed values ``y``
-into the head output ``z`` before ``W_O``. Later variants (S-D routing, linear attention) plug in through
-``mix`` / ``readout`` and register in ``ATTENTION_KINDS``.
 
-Shapes: B batch, T time, H query heads, H_kv key/value heads (H % H_kv == 0), d head dim.
+- ``ExclusiveSelfAttention`` (XSA, arXiv 2603.09078) overrides ``readout``, which turns the mixed values ``y``
+  into the head output ``z`` before ``W_O``;
+- ``SDAttention`` (S-D routing/filtering attention, arXiv 2605.18826) overrides ``fold``, which puts a learned
+  per-head d x d interaction matrix L = S - D between queries and keys;
+- ``LinearAttention`` (ELU+1 causal linear attention, Katharopoulos et al. 2020) overrides ``mix`` and
+  ``mix_explicit``, which turn queries, keys and values into the mixed values ``y``.
+
+Each kind registers in ``ATTENTION_KINDS``. Shapes: B batch, T time, H query heads, H_kv key/value heads
+(H % H_kv == 0), d head dim (per layer: ``GPTConfig.layer_head_dims``).
 """
 
 from __future__ import annotations
@@ -62,14 +67,15 @@ class CausalSelfAttention(nn.Module):
 
     Without capture the values are mixed by ``F.scaled_dot_product_attention``; when a ``capture`` dict is
     passed the same mix is computed explicitly so the pattern exists, and q, k, v, pattern, y and z are stored
-    in it from that very forward pass.
+    in it from that very forward pass. ``layer`` selects this layer's head dim from ``cfg.layer_head_dims``.
     """
 
     kind = "sa"
 
-    def __init__(self, cfg: GPTConfig) -> None:
+    def __init__(self, cfg: GPTConfig, layer: int = 0) -> None:
         super().__init__()
-        self.n_head, self.n_kv_head, self.head_dim = cfg.n_head, cfg.kv_heads, cfg.head_dim
+        self.n_head, self.n_kv_head = cfg.n_head, cfg.kv_heads
+        self.head_dim = cfg.layer_head_dims[layer]
         self.q_proj = nn.Linear(cfg.d_model, self.n_head * self.head_dim, bias=cfg.bias)
         self.k_proj = nn.Linear(cfg.d_model, self.n_kv_head * self.head_dim, bias=cfg.bias)
         self.v_proj = nn.Linear(cfg.d_model, self.n_kv_head * self.head_dim, bias=cfg.bias)
@@ -82,13 +88,11 @@ class CausalSelfAttention(nn.Module):
         q = self.q_proj(x).view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, d)
         k = self.k_proj(x).view(B, T, self.n_kv_head, self.head_dim).transpose(1, 2)  # (B, H_kv, T, d)
         v = self.v_proj(x).view(B, T, self.n_kv_head, self.head_dim).transpose(1, 2)  # (B, H_kv, T, d)
+        q = self.fold(q)
         if self.rope is not None:
             q, k = self.rope(q), self.rope(k)
         if capture is None:
-            y = F.scaled_dot_product_attention(
-                q, k, v, is_causal=True, enable_gqa=self.n_kv_head != self.n_head
-            )
-            pattern = None
+            y, pattern = self.mix(q, k, v), None
         else:
             y, pattern = self.mix_explicit(q, k, v)
         z = self.readout(y, v)  # (B, H, T, d)
@@ -96,6 +100,16 @@ class CausalSelfAttention(nn.Module):
         if capture is not None:
             capture.update(q=q, k=k, v=v, pattern=pattern, y=y, z=z)
         return out
+
+    def fold(self, q: torch.Tensor) -> torch.Tensor:
+        """The queries that meet the keys in q . k (identity for SA; S-D folds its interaction matrix in)."""
+        return q
+
+    def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """y_i = sum_{j<=i} a_ij v_j with a = softmax(q k^T / sqrt(d) + causal mask), by the fused kernel."""
+        return F.scaled_dot_product_attention(
+            q, k, v, is_causal=True, enable_gqa=self.n_kv_head != self.n_head
+        )
 
     def mix_explicit(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
@@ -124,6 +138,140 @@ class ExclusiveSelfAttention(CausalSelfAttention):
         return exclusive(y, v)
 
 
+#: softplus^-1(1): the filtering parameter delta at which D = softplus(delta) is the identity.
+SOFTPLUS_INV_ONE = math.log(math.e - 1.0)
+
+
+class SDAttention(CausalSelfAttention):
+    """S-D attention (routing/filtering attention, arXiv 2605.18826; sheet's parameterisation, inferred): per
+    head h the score is
+
+        score_ij = (W_Q x_i)^T L_h (W_K x_j) / sqrt(d),    L_h = S_h - D_h,
+        S_h = A_h - A_h^T (antisymmetric: routing),          D_h = diag(softplus(delta_h)) > 0 (filtering),
+
+    so every eigenvalue of L_h has real part <= 0 (x^* L x = x^* S x - x^* D x, the first term imaginary, the
+    second real and negative). Choices the sheet leaves open:
+
+    - the query and key projections are separate (``q_proj``, ``k_proj`` as in SA); with separate projections
+      the constraint holds for L in head space, not for the model-space form W_Q^T L W_K;
+    - initialisation: A = 0 and softplus(delta) = 1, so L = -I at the start and the head is SA with negated
+      keys (the sign is immaterial: the key projection is random); S grows from its gradient G - G^T;
+    - cost: L is folded into the queries, q'_i = L^T q_i (one d x d product per head), and the fused SDPA
+      kernel mixes q' with the keys, since q'_i . k_j = q_i^T L k_j. Folding into the queries rather than the
+      keys works unchanged with grouped-query heads, where one key head serves several query heads with their
+      own L;
+    - RoPE (``pos="rope"``) is applied after the fold: score = (R_i L^T q_i)^T (R_j k_j) = q_i^T L R_{j-i}
+      k_j depends on i - j only, as in SA, and at offset 0 the interaction is exactly L. (Rotating before the
+      fold, R_i^T L R_j, would not be relative unless L commuted with every rotation.) The experiments of
+      ``attnlab.papers.sd_routing`` use learned absolute positions, as GPT-2-style models do, so that the
+      bilinear form of every head is position free.
+
+    ``routing_a`` (A, (H, d, d)) and ``filtering_delta`` (delta, (H, d)) form the ``interaction`` parameter
+    group (``GPT.param_group``), so their learning rate can be scaled apart: they start at O(1) while the
+    projections start at O(0.02), and Adam moves every parameter by about the learning rate per step, so at
+    one shared rate L changes relatively ~50x slower than W_Q, W_K. The optimizer decays them like every
+    matrix. With capture, ``q`` holds the folded, rotated queries, those the pattern is made of:
+    pattern = softmax(q k^T / sqrt(d)).
+    """
+
+    kind = "sd"
+
+    def __init__(self, cfg: GPTConfig, layer: int = 0) -> None:
+        super().__init__(cfg, layer)
+        H, d = self.n_head, self.head_dim
+        self.routing_a = nn.Parameter(torch.zeros(H, d, d))
+        self.filtering_delta = nn.Parameter(torch.full((H, d), SOFTPLUS_INV_ONE))
+
+    def routing(self) -> torch.Tensor:
+        """S = A - A^T, (H, d, d)."""
+        return self.routing_a - self.routing_a.transpose(-1, -2)
+
+    def filtering(self) -> torch.Tensor:
+        """The diagonal of D, softplus(delta), (H, d)."""
+        return F.softplus(self.filtering_delta)
+
+    def interaction_matrices(self) -> torch.Tensor:
+        """L = S - D per head, (H, d, d)."""
+        return self.routing() - torch.diag_embed(self.filtering())
+
+    def fold(self, q: torch.Tensor) -> torch.Tensor:
+        return q @ self.interaction_matrices()  # (B, H, T, d): row q_i^T L = (L^T q_i)^T
+
+
+def elu1(x: torch.Tensor) -> torch.Tensor:
+    """The linear-attention feature map phi(x) = elu(x) + 1 > 0 (Katharopoulos et al. 2020)."""
+    return F.elu(x) + 1.0
+
+
+def causal_linear_attention(
+    phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, chunk_size: int = 64, eps: float = 1e-6
+) -> torch.Tensor:
+    """y_i = phi(q_i)^T sum_{j<=i} phi(k_j) v_j^T / (phi(q_i)^T sum_{j<=i} phi(k_j)), all (B, H, T, d), by
+    a causal prefix sum over chunks of ``chunk_size`` positions: within a chunk the masked C x C product,
+    across chunks the running state sum_j phi(k_j) v_j^T (d x d) and normaliser sum_j phi(k_j), so no T x T
+    matrix is formed. T need not be a multiple of the chunk (the tail is padded, and padding only follows the
+    real positions, which a causal sum never reads). The denominator is clamped at ``eps``."""
+    B, H, T, d = phi_q.shape
+    C = min(chunk_size, T)
+    n = -(-T // C)
+    pad = n * C - T
+    if pad:
+        phi_q, phi_k, v = (F.pad(t, (0, 0, 0, pad)) for t in (phi_q, phi_k, v))
+    qc, kc, vc = (t.reshape(B, H, n, C, t.shape[-1]) for t in (phi_q, phi_k, v))  # (B, H, n, C, d)
+    # Sums across chunks accumulate in float32, so a bf16 run does not lose the early chunks to rounding.
+    kv = (kc.transpose(-1, -2) @ vc).float()  # (B, H, n, d, d_v): each chunk's sum of phi(k_j) v_j^T
+    state = (kv.cumsum(2) - kv).to(qc.dtype)  # (B, H, n, d, d_v): the sum over all earlier chunks
+    k_sum = kc.float().sum(3)  # (B, H, n, d)
+    norm = (k_sum.cumsum(2) - k_sum).to(qc.dtype)  # (B, H, n, d)
+    mask = torch.ones(C, C, dtype=torch.bool, device=phi_q.device).tril()
+    scores = (qc @ kc.transpose(-1, -2)).masked_fill(~mask, 0.0)  # (B, H, n, C, C): within the chunk
+    num = scores @ vc + qc @ state  # (B, H, n, C, d_v)
+    den = scores.sum(-1) + (qc * norm.unsqueeze(3)).sum(-1)  # (B, H, n, C)
+    y = num / den.clamp_min(eps).unsqueeze(-1)
+    return y.reshape(B, H, n * C, -1)[:, :, :T]
+
+
+def causal_linear_attention_quadratic(
+    phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same mix as ``causal_linear_attention`` by its masked T x T form: a_ij = phi(q_i) . phi(k_j) /
+    sum_{l<=i} phi(q_i) . phi(k_l) for j <= i, y = a v; returns (y, a), (B, H, T, d) and (B, H, T, T)."""
+    T = phi_q.shape[-2]
+    mask = torch.ones(T, T, dtype=torch.bool, device=phi_q.device).tril()
+    scores = (phi_q @ phi_k.transpose(-1, -2)).masked_fill(~mask, 0.0)  # (B, H, T, T)
+    pattern = scores / scores.sum(-1, keepdim=True).clamp_min(eps)
+    return pattern @ v, pattern
+
+
+class LinearAttention(CausalSelfAttention):
+    """ELU+1 causal linear attention (Katharopoulos et al. 2020), the kind S-D attention's early layers are
+    replaced by (arXiv 2605.18826, "linearisation"): y_i = phi(q_i)^T sum_{j<=i} phi(k_j) v_j^T /
+    (phi(q_i)^T sum_{j<=i} phi(k_j)) with phi = elu + 1, no 1/sqrt(d) scale, no softmax.
+
+    Same projections as SA (so a softmax layer's weights load into it); with ``pos="rope"`` q and k are
+    rotated before phi. Training uses the chunked prefix sum (``causal_linear_attention``); with capture the
+    mix is computed in its explicit T x T form and ``pattern`` holds the normalised weights a_ij (rows sum to
+    1), for the same analyses as a softmax pattern. Grouped key/value heads are repeated to the query heads.
+    """
+
+    kind = "linear"
+    chunk_size = 64
+
+    def _features(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        g = self.n_head // self.n_kv_head
+        return elu1(q), elu1(k.repeat_interleave(g, dim=1)), v.repeat_interleave(g, dim=1)  # (B, H, T, d)
+
+    def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return causal_linear_attention(*self._features(q, k, v), chunk_size=self.chunk_size)
+
+    def mix_explicit(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return causal_linear_attention_quadratic(*self._features(q, k, v))
+
+
 ATTENTION_KINDS: dict[str, type[CausalSelfAttention]] = {
-    cls.kind: cls for cls in (CausalSelfAttention, ExclusiveSelfAttention)
+    cls.kind: cls for cls in (CausalSelfAttention, ExclusiveSelfAttention, SDAttention, LinearAttention)
 }

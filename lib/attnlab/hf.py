@@ -53,6 +53,7 @@ from transformers import (  # noqa: E402
 from transformers.masking_utils import AttentionMaskInterface, eager_mask  # noqa: E402
 
 from attnlab import artifacts  # noqa: E402
+from attnlab.attention import CausalSelfAttention  # noqa: E402
 from attnlab.data import ByteTokenizer  # noqa: E402
 from attnlab.model import GPT  # noqa: E402
 
@@ -371,7 +372,7 @@ def _gpt_records(model: GPT, cache: list[dict], layers: Sequence[int]) -> dict[i
     records = {}
     for layer in layers:
         attn = model.blocks[layer].attn
-        if attn.kind != "sa":
+        if type(attn).readout is not CausalSelfAttention.readout:
             raise ValueError(
                 f"layer {layer} is {attn.kind!r}: its output is not a sum of per-token value terms "
                 "(the readout depends on the query), so it has no per-head projected values"

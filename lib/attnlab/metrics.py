@@ -359,3 +359,50 @@ IMPORTANCE_MEASURES: dict[str, Callable[..., torch.Tensor]] = {
     "output_normalised": value_weighted_output_normalised,
     "contribution": contribution_weights,
 }
+
+
+# --- The routing and filtering structure of attention (arXiv 2605.18826, papers/sd-routing.md): the entropy
+# effective rank of a matrix, and the split of a head's bilinear form W into routing (antisymmetric) and
+# filtering (symmetric) parts.
+
+
+def effective_rank(matrix: torch.Tensor) -> torch.Tensor:
+    """Entropy effective rank (Roy & Vetterli 2007; the sheet's inferred definition) of each (m, n) matrix of
+    ``matrix`` (..., m, n): exp(H(p)) with p = sigma / sum(sigma) over the singular values and
+    H(p) = -sum p log p, returned as (...). A single rotation plane (two equal singular values) has effective
+    rank 2, the n x n identity n; a zero matrix 0."""
+    sigma = torch.linalg.svdvals(matrix.double())  # (..., min(m, n))
+    total = sigma.sum(-1, keepdim=True)
+    p = sigma / torch.where(total > 0, total, torch.ones_like(total))
+    entropy = -torch.special.xlogy(p, p).sum(-1)
+    return torch.where(total.squeeze(-1) > 0, entropy.exp(), torch.zeros_like(entropy)).to(matrix.dtype)
+
+
+def routing_filtering(
+    W: torch.Tensor, eigenvalues: torch.Tensor | None = None, rtol: float = 1e-6
+) -> dict[str, torch.Tensor]:
+    """Routing/filtering decomposition of bilinear forms ``W`` (..., n, n) (sheet, "Idea"): the antisymmetric
+    part R = (W - W^T) / 2 (routing) and the symmetric part F = (W + W^T) / 2 (filtering). Returns, each
+    (...):
+
+    - ``routing_energy`` ||R||_F^2 / ||W||_F^2 and ``filtering_energy`` ||F||_F^2 / ||W||_F^2 (R and F are
+      orthogonal in the Frobenius inner product, so the two sum to 1);
+    - ``n_unstable``: the number of eigenvalues of W with real part > ``rtol`` x max |eigenvalue| (a head
+      with any is "dynamically unstable": x' = W x grows along them); ``max_real``: the largest real part.
+
+    ``eigenvalues`` (..., k): the eigenvalues of W when already known (e.g. those of the d x d matrix
+    W_K^T W_Q, which are the nonzero eigenvalues of the rank-d form W_Q W_K^T); by default
+    ``torch.linalg.eigvals(W)``. Zero eigenvalues never count as unstable.
+    """
+    W = W.double()
+    R, F_ = (W - W.transpose(-1, -2)) / 2, (W + W.transpose(-1, -2)) / 2
+    total = W.square().sum((-2, -1))
+    total = torch.where(total > 0, total, torch.ones_like(total))
+    lam = torch.linalg.eigvals(W) if eigenvalues is None else eigenvalues.to(torch.complex128)
+    scale = lam.abs().amax(-1, keepdim=True)
+    return {
+        "routing_energy": R.square().sum((-2, -1)) / total,
+        "filtering_energy": F_.square().sum((-2, -1)) / total,
+        "n_unstable": (lam.real > rtol * scale).sum(-1),
+        "max_real": lam.real.amax(-1),
+    }

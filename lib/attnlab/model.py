@@ -19,14 +19,16 @@ from attnlab.attention import ATTENTION_KINDS
 
 @dataclass(frozen=True)
 class GPTConfig:
-    """Model shape. ``attn`` is one kind for every layer or a tuple with one kind per layer."""
+    """Model shape. ``attn`` is one kind for every layer or a tuple with one kind per layer; ``head_dim`` is
+    one head dim for every layer or a tuple with one per layer. ``norm=False`` removes every LayerNorm (S-D
+    attention, arXiv 2605.18826, trains without it)."""
 
     vocab_size: int = 256
     block_size: int = 256  # longest context
     n_layer: int = 4
     d_model: int = 128
     n_head: int = 4
-    head_dim: int = 32  # set independently of d_model / n_head (XSA paper, Table 1)
+    head_dim: int | tuple[int, ...] = 32  # set independently of d_model / n_head (XSA paper, Table 1)
     n_kv_head: int | None = None  # grouped-query attention; None = n_head
     d_ff: int | None = None  # None = 4 * d_model
     pos: Literal["rope", "learned"] = "rope"
@@ -36,6 +38,7 @@ class GPTConfig:
     n_classes: int = 0  # > 0: a classification head on the last token's final state (``GPT.classify``)
     bias: bool = False
     tie_embeddings: bool = True
+    norm: bool = True  # False: ln_1, ln_2, ln_f and ln_emb are identities
 
     def __post_init__(self) -> None:
         kinds = self.layer_kinds
@@ -44,6 +47,11 @@ class GPTConfig:
             raise ValueError(f"unknown attention kind(s) {unknown}; known: {sorted(ATTENTION_KINDS)}")
         if len(kinds) != self.n_layer:
             raise ValueError(f"attn names {len(kinds)} layers, the model has {self.n_layer}")
+        dims = self.layer_head_dims
+        if len(dims) != self.n_layer:
+            raise ValueError(f"head_dim names {len(dims)} layers, the model has {self.n_layer}")
+        if not all(isinstance(d, int) and d > 0 for d in dims):
+            raise ValueError(f"head dims must be positive integers, got {self.head_dim}")
         if self.n_head % self.kv_heads:
             raise ValueError(f"n_head={self.n_head} is not a multiple of n_kv_head={self.kv_heads}")
         if self.n_sink < 0 or self.n_classes < 0:
@@ -54,6 +62,10 @@ class GPTConfig:
     @property
     def layer_kinds(self) -> tuple[str, ...]:
         return (self.attn,) * self.n_layer if isinstance(self.attn, str) else tuple(self.attn)
+
+    @property
+    def layer_head_dims(self) -> tuple[int, ...]:
+        return (self.head_dim,) * self.n_layer if isinstance(self.head_dim, int) else tuple(self.head_dim)
 
     @property
     def kv_heads(self) -> int:
@@ -74,12 +86,17 @@ class MLP(nn.Module):
         return self.down(F.gelu(self.up(x)))
 
 
+def layer_norm(cfg: GPTConfig) -> nn.Module:
+    """A LayerNorm over d_model, or the identity when ``cfg.norm`` is False."""
+    return nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm else nn.Identity()
+
+
 class Block(nn.Module):
-    def __init__(self, cfg: GPTConfig, kind: str) -> None:
+    def __init__(self, cfg: GPTConfig, kind: str, layer: int = 0) -> None:
         super().__init__()
-        self.ln_1 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
-        self.attn = ATTENTION_KINDS[kind](cfg)
-        self.ln_2 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+        self.ln_1 = layer_norm(cfg)
+        self.attn = ATTENTION_KINDS[kind](cfg, layer)
+        self.ln_2 = layer_norm(cfg)
         self.mlp = MLP(cfg)
 
     def forward(self, x: torch.Tensor, capture: dict | None = None) -> torch.Tensor:
@@ -93,10 +110,10 @@ class GPT(nn.Module):
         self.cfg = cfg
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model) if cfg.pos == "learned" else None
-        self.ln_emb = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.embed_norm else None
+        self.ln_emb = layer_norm(cfg) if cfg.embed_norm else None
         self.sink = nn.Parameter(0.02 * torch.randn(cfg.n_sink, cfg.d_model)) if cfg.n_sink else None
-        self.blocks = nn.ModuleList(Block(cfg, kind) for kind in cfg.layer_kinds)
-        self.ln_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+        self.blocks = nn.ModuleList(Block(cfg, kind, layer) for layer, kind in enumerate(cfg.layer_kinds))
+        self.ln_f = layer_norm(cfg)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.cls_head = nn.Linear(cfg.d_model, cfg.n_classes) if cfg.n_classes else None
         if cfg.tie_embeddings:
@@ -114,9 +131,9 @@ class GPT(nn.Module):
             nn.init.zeros_(module.bias)
 
     def hidden(self, idx: torch.Tensor, cache: list[dict] | None = None) -> torch.Tensor:
-        """Final-LayerNorm states of the real tokens, (B, T, D). If ``cache`` is a list, one dict of
-        attention intermediates per layer is appended to it; with learned sink tokens, these occupy the first
-        ``n_sink`` positions of every captured tensor (T + n_sink long)."""
+        """Final-LayerNorm states (``norm=False``: final states) of the real tokens, (B, T, D). If ``cache``
+        is a list, one dict of attention intermediates per layer is appended to it; with learned sink tokens,
+        these occupy the first ``n_sink`` positions of every captured tensor (T + n_sink long)."""
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
@@ -168,11 +185,14 @@ class GPT(nn.Module):
         return logits, cache
 
     def param_group(self, name: str) -> str:
-        """The learning-rate group of a parameter: embed, qk, ov, mlp, norm or head."""
+        """The learning-rate group of a parameter: embed, qk, interaction (S-D's A and delta), ov, mlp, norm
+        or head."""
         if name.startswith(("wte", "wpe", "sink")):
             return "embed"
         if name.endswith(("q_proj.weight", "k_proj.weight", "q_proj.bias", "k_proj.bias")):
             return "qk"
+        if name.endswith(("routing_a", "filtering_delta")):
+            return "interaction"
         if ".attn." in name:
             return "ov"
         if ".mlp." in name:

@@ -1,0 +1,334 @@
+"""S-D attention, ELU+1 linear attention, per-layer head dims, the routing/filtering metrics and the
+interventions of the S-D routing paper (arXiv 2605.18826)."""
+
+import math
+
+import pytest
+import torch
+
+from attnlab.attention import (
+    SDAttention,
+    causal_linear_attention,
+    causal_linear_attention_quadratic,
+    elu1,
+)
+from attnlab.metrics import effective_rank, routing_filtering
+from attnlab.model import GPT, GPTConfig
+from attnlab.routing import (
+    form_stats,
+    gpt_qk,
+    head_dims_from_rank,
+    head_forms,
+    hf_qk,
+    linearised,
+    override_forms,
+    sa_truncated_forms,
+    sd_truncated,
+)
+from attnlab.train import TrainConfig, train
+
+
+def _sd_layer(seed: int = 0, **kw) -> SDAttention:
+    torch.manual_seed(seed)
+    cfg = GPTConfig(
+        n_layer=1, d_model=24, n_head=3, head_dim=8, attn="sd", pos="learned", block_size=16, **kw
+    )
+    return GPT(cfg).blocks[0].attn
+
+
+def test_sd_interaction_eigenvalues_have_nonpositive_real_part():
+    attn = _sd_layer()
+    with torch.no_grad():
+        attn.routing_a.normal_(0, 3.0)
+        attn.filtering_delta.normal_(0, 3.0)
+    L = attn.interaction_matrices().detach().double()
+    assert L.shape == (3, 8, 8)
+    S = attn.routing().detach()
+    torch.testing.assert_close(S, -S.transpose(-1, -2))
+    assert torch.linalg.eigvals(L).real.max() <= 1e-9
+    # a plain learned matrix would not be stable: the check can fail
+    assert torch.linalg.eigvals(attn.routing_a.detach().double()).real.max() > 0
+
+
+def test_sd_with_no_routing_and_unit_filtering_is_sa_with_negated_keys():
+    sd = _sd_layer(seed=1)
+    with torch.no_grad():
+        sd.routing_a.normal_()  # make S nonzero first, then remove it
+    assert not torch.allclose(sd.routing(), torch.zeros_like(sd.routing_a))
+    with torch.no_grad():
+        sd.routing_a.zero_()
+        sd.filtering_delta.fill_(math.log(math.e - 1))  # softplus(delta) = 1: D = I
+    torch.manual_seed(1)
+    cfg = GPTConfig(n_layer=1, d_model=24, n_head=3, head_dim=8, attn="sa", pos="learned", block_size=16)
+    sa = GPT(cfg).blocks[0].attn
+    state = {k: v for k, v in sd.state_dict().items() if k not in ("routing_a", "filtering_delta")}
+    state["k_proj.weight"] = -state["k_proj.weight"]
+    sa.load_state_dict(state)
+    x = torch.randn(2, 11, 24)
+    torch.testing.assert_close(sd(x), sa(x), atol=1e-6, rtol=1e-5)
+    # and without negating the keys it differs
+    state["k_proj.weight"] = -state["k_proj.weight"]
+    sa.load_state_dict(state)
+    assert not torch.allclose(sd(x), sa(x), atol=1e-4)
+
+
+@pytest.mark.parametrize("pos", ["learned", "rope"])
+@pytest.mark.parametrize("n_kv_head", [None, 1])
+def test_sd_explicit_capture_path_equals_sdpa_path(pos, n_kv_head):
+    torch.manual_seed(0)
+    cfg = GPTConfig(
+        n_layer=2, d_model=24, n_head=3, head_dim=8, n_kv_head=n_kv_head, attn="sd", pos=pos, block_size=16
+    )  # fmt: skip
+    model = GPT(cfg)
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.routing_a.normal_(0, 0.5)
+            block.attn.filtering_delta.normal_(0, 1.0)
+    idx = torch.randint(0, 256, (2, 13))
+    logits, cache = model.run_with_cache(idx)
+    plain, _ = model(idx)
+    torch.testing.assert_close(logits, plain, atol=1e-5, rtol=1e-5)
+    c = cache[0]
+    # the captured (folded) queries and keys make the pattern
+    g = 3 // model.cfg.kv_heads
+    scores = c["q"] @ c["k"].repeat_interleave(g, 1).transpose(-1, -2) / math.sqrt(8)
+    expected = scores.masked_fill(~torch.ones(13, 13, dtype=torch.bool).tril(), float("-inf")).softmax(-1)
+    torch.testing.assert_close(c["pattern"], expected, atol=1e-6, rtol=1e-5)
+
+
+def test_sd_rope_scores_depend_on_relative_position_only():
+    torch.manual_seed(2)
+    cfg = GPTConfig(n_layer=1, d_model=24, n_head=3, head_dim=8, attn="sd", pos="rope", block_size=32)
+    attn = GPT(cfg).blocks[0].attn
+    with torch.no_grad():
+        attn.routing_a.normal_()
+    x = torch.randn(1, 4, 24)
+    shifted = torch.cat((torch.randn(1, 5, 24), x), dim=1)  # the same tokens five positions later
+    a, b = {}, {}
+    attn(x, a)
+    attn(shifted, b)
+    s_a = a["q"] @ a["k"].transpose(-1, -2)
+    s_b = (b["q"] @ b["k"].transpose(-1, -2))[..., 5:, 5:]
+    torch.testing.assert_close(s_a, s_b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("T, chunk", [(13, 4), (13, 5), (16, 16), (7, 64), (33, 8)])
+def test_linear_attention_prefix_sum_equals_quadratic_form(T, chunk):
+    g = torch.Generator().manual_seed(T * chunk)
+    q, k, v = (torch.randn(2, 3, T, 6, generator=g, dtype=torch.float64) for _ in range(3))
+    y = causal_linear_attention(elu1(q), elu1(k), v, chunk_size=chunk)
+    expected, pattern = causal_linear_attention_quadratic(elu1(q), elu1(k), v)
+    torch.testing.assert_close(y, expected)
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(2, 3, T, dtype=torch.float64))
+    # a hand-written loop for one row
+    i = T - 1
+    w = elu1(q)[0, 0, i] @ elu1(k)[0, 0, : i + 1].T
+    torch.testing.assert_close(y[0, 0, i], (w / w.sum()) @ v[0, 0, : i + 1])
+
+
+@pytest.mark.parametrize("n_kv_head", [None, 2])
+def test_linear_attention_module_capture_path_equals_chunked_path(n_kv_head):
+    torch.manual_seed(0)
+    cfg = GPTConfig(n_layer=2, d_model=32, n_head=4, head_dim=8, n_kv_head=n_kv_head, attn="linear")
+    model = GPT(cfg)
+    for block in model.blocks:
+        block.attn.chunk_size = 5
+    idx = torch.randint(0, 256, (2, 23))
+    logits, cache = model.run_with_cache(idx)
+    torch.testing.assert_close(logits, model(idx)[0], atol=1e-5, rtol=1e-5)
+    assert cache[0]["pattern"].shape == (2, 4, 23, 23)
+    assert (cache[0]["pattern"].triu(1) == 0).all()
+
+
+def test_effective_rank_of_rotation_plane_and_identity():
+    d = 6
+    plane = torch.zeros(d, d)
+    plane[:2, :2] = torch.tensor([[0.0, -1.0], [1.0, 0.0]]) * 3.0
+    torch.testing.assert_close(effective_rank(plane), torch.tensor(2.0))
+    torch.testing.assert_close(effective_rank(torch.eye(d)), torch.tensor(float(d)))
+    batch = torch.stack(
+        (plane, torch.eye(d), torch.zeros(d, d), torch.diag(torch.tensor([1.0, 0, 0, 0, 0, 0])))
+    )
+    torch.testing.assert_close(effective_rank(batch), torch.tensor([2.0, 6.0, 0.0, 1.0]))
+    # unequal singular values give a rank between 1 and their count
+    r = effective_rank(torch.diag(torch.tensor([1.0, 0.1])))
+    assert 1.0 < r < 2.0
+
+
+def test_routing_filtering_energies_sum_to_one_and_pure_parts():
+    g = torch.Generator().manual_seed(0)
+    W = torch.randn(4, 5, 5, generator=g, dtype=torch.float64)
+    rf = routing_filtering(W)
+    torch.testing.assert_close(
+        rf["routing_energy"] + rf["filtering_energy"], torch.ones(4, dtype=torch.float64)
+    )
+    by_hand = (W - W.transpose(-1, -2)).square().sum((-2, -1)) / (4 * W.square().sum((-2, -1)))
+    torch.testing.assert_close(rf["routing_energy"], by_hand)
+    assert ((rf["routing_energy"] > 0) & (rf["routing_energy"] < 1)).all()
+    antisym = W - W.transpose(-1, -2)
+    torch.testing.assert_close(
+        routing_filtering(antisym)["routing_energy"], torch.ones(4, dtype=torch.float64)
+    )
+    torch.testing.assert_close(
+        routing_filtering(W + W.transpose(-1, -2))["filtering_energy"], torch.ones(4, dtype=torch.float64)
+    )
+    # -I is stable, I has n unstable eigenvalues; a rotation's are imaginary
+    eye = torch.eye(3, dtype=torch.float64)
+    assert routing_filtering(-eye)["n_unstable"] == 0
+    assert routing_filtering(eye)["n_unstable"] == 3
+    assert routing_filtering(antisym)["n_unstable"].max() == 0
+    assert routing_filtering(antisym)["max_real"].abs().max() < 1e-10
+
+
+def test_head_forms_match_the_dense_form_and_its_statistics():
+    g = torch.Generator().manual_seed(0)
+    wq, wk = torch.randn(6, 4, 20, generator=g), torch.randn(2, 4, 20, generator=g)  # 6 query, 2 key heads
+    dense = wq.double().transpose(-1, -2) @ wk.double().repeat_interleave(3, 0)  # (6, 20, 20)
+    forms = head_forms(wq, wk)
+    assert forms.core.shape == (6, 8, 8)
+    torch.testing.assert_close(forms.dense(), dense)
+    stats = form_stats(wq, wk)
+    R, F_ = (dense - dense.transpose(-1, -2)) / 2, (dense + dense.transpose(-1, -2)) / 2
+    rf = routing_filtering(dense)
+    torch.testing.assert_close(torch.tensor(stats["routing_energy"].to_numpy()), rf["routing_energy"])
+    torch.testing.assert_close(torch.tensor(stats["routing_rank"].to_numpy()), effective_rank(R))
+    torch.testing.assert_close(torch.tensor(stats["filtering_rank"].to_numpy()), effective_rank(F_))
+    assert (torch.tensor(stats["n_unstable"].to_numpy()) == rf["n_unstable"]).all()
+
+
+def test_hf_query_key_extraction_for_llama_and_bert():
+    from transformers import BertConfig, BertModel, LlamaConfig, LlamaModel
+
+    torch.manual_seed(0)
+    llama = LlamaModel(LlamaConfig(
+        hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_hidden_layers=2,
+        intermediate_size=64, vocab_size=50,
+    ))  # fmt: skip
+    qk = hf_qk(llama)
+    assert len(qk) == 2 and qk[0][0].shape == (4, 8, 32) and qk[0][1].shape == (2, 8, 32)
+    torch.testing.assert_close(qk[1][1].reshape(16, 32), llama.layers[1].self_attn.k_proj.weight)
+    bert = BertModel(BertConfig(
+        hidden_size=24, num_attention_heads=3, num_hidden_layers=2, intermediate_size=48, vocab_size=50
+    ))  # fmt: skip
+    qk = hf_qk(bert)
+    assert len(qk) == 2 and qk[0][0].shape == (3, 8, 24)
+    torch.testing.assert_close(qk[0][0].reshape(24, 24), bert.encoder.layer[0].attention.self.query.weight)
+
+
+def _trained_like(kind: str, seed: int = 0, **kw) -> GPT:
+    torch.manual_seed(seed)
+    cfg = GPTConfig(
+        n_layer=2, d_model=32, n_head=2, head_dim=8, attn=kind, pos="learned", block_size=16, **kw
+    )
+    model = GPT(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+def test_form_override_with_unchanged_forms_reproduces_the_model():
+    model = _trained_like("sa")
+    idx = torch.randint(0, 256, (2, 12))
+    plain = model(idx)[0]
+    forms = {i: head_forms(*gpt_qk(b.attn)) for i, b in enumerate(model.blocks)}
+    with override_forms(model, forms):
+        torch.testing.assert_close(model(idx)[0], plain, atol=1e-5, rtol=1e-5)
+    truncated = sa_truncated_forms(model, "routing")
+    with override_forms(model, truncated):
+        assert not torch.allclose(model(idx)[0], plain, atol=1e-4)
+    torch.testing.assert_close(model(idx)[0], plain)  # the hooks are gone
+    # removing routing leaves a symmetric form; truncating filtering leaves R plus a multiple of a projector
+    W = truncated[0].dense()
+    torch.testing.assert_close(W, W.transpose(-1, -2))
+    filt = sa_truncated_forms(model, "filtering")[0]
+    F_ = (filt.dense() + filt.dense().transpose(-1, -2)) / 2
+    assert effective_rank(F_).sub(filt.core.shape[-1]).abs().max() < 1e-6
+    with pytest.raises(ValueError, match="RoPE"):
+        rope = GPT(GPTConfig(n_layer=1, d_model=32, n_head=2, head_dim=8, pos="rope"))
+        with override_forms(rope, {0: head_forms(*gpt_qk(rope.blocks[0].attn))}):
+            pass
+
+
+def test_sd_truncations():
+    model = _trained_like("sd")
+    no_routing = sd_truncated(model, "routing")
+    scalar = sd_truncated(model, "filtering")
+    for orig, a, b in zip(model.blocks, no_routing.blocks, scalar.blocks, strict=True):
+        assert a.attn.routing().abs().max() == 0
+        torch.testing.assert_close(b.attn.routing(), orig.attn.routing())
+        D, D0 = b.attn.filtering(), orig.attn.filtering()
+        torch.testing.assert_close(D, D0.mean(-1, keepdim=True).expand_as(D))
+        assert D0.std(-1).min() > 0  # the original was not already scalar
+    assert model.blocks[0].attn.routing().abs().max() > 0  # the original is untouched
+
+
+@pytest.mark.parametrize("kind", ["sa", "sd"])
+def test_linearised_keeps_the_weights_and_folds_the_interaction(kind):
+    model = _trained_like(kind)
+    lin = linearised(model, 1)
+    assert [b.attn.kind for b in lin.blocks] == ["linear", kind]
+    wq, _ = gpt_qk(model.blocks[0].attn)
+    torch.testing.assert_close(lin.blocks[0].attn.q_proj.weight, wq.reshape(16, 32))
+    torch.testing.assert_close(lin.blocks[1].state_dict(), model.blocks[1].state_dict())
+    idx = torch.randint(0, 256, (1, 10))
+    torch.testing.assert_close(linearised(model, 0)(idx)[0], model(idx)[0])
+
+
+def test_per_layer_head_dims_run_and_count_parameters():
+    cfg = GPTConfig(n_layer=3, d_model=32, n_head=2, head_dim=(4, 8, 16), attn=("sa", "sd", "linear"))
+    model = GPT(cfg)
+    assert [b.attn.head_dim for b in model.blocks] == [4, 8, 16]
+    logits, cache = model.run_with_cache(torch.randint(0, 256, (2, 9)))
+    assert logits.shape == (2, 9, 256) and cache[2]["y"].shape == (2, 2, 9, 16)
+    D, H = 32, 2
+
+    def attn_params(d: int) -> int:
+        return 4 * D * H * d  # q, k, v (H_kv = H) and o, no biases
+
+    expected = [attn_params(4), attn_params(8) + H * 8 * 8 + H * 8, attn_params(16)]
+    assert [sum(p.numel() for p in b.attn.parameters()) for b in model.blocks] == expected
+    assert model.param_group("blocks.1.attn.routing_a") == "interaction"
+    assert model.param_group("blocks.1.attn.filtering_delta") == "interaction"
+    with pytest.raises(ValueError, match="head_dim names"):
+        GPTConfig(n_layer=2, head_dim=(8, 8, 8))
+    assert head_dims_from_rank([1.9, 2.6, 11.0, 40.0], base=32) == (8, 8, 32, 32)
+
+
+def test_sd_without_layernorm_trains():
+    cfg = GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, attn="sd", norm=False, pos="learned",
+                    block_size=32)  # fmt: skip
+    model = GPT(cfg)
+    assert not any(isinstance(m, torch.nn.LayerNorm) for m in model.modules())
+    g = torch.Generator().manual_seed(0)
+    text = torch.randint(0, 16, (4000,), generator=g, dtype=torch.uint8).repeat(3)  # repeated random text
+    data = {"train": text, "validation": text[:2000]}
+    tcfg = TrainConfig(
+        steps=40, batch_size=8, seq_len=32, lr=3e-3, warmup_steps=5, eval_every=20, eval_batches=2
+    )
+    result = train(cfg, tcfg, data, device="cpu", progress=False)
+    losses = result.history["train_loss"]
+    assert all(math.isfinite(x) for x in losses)
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.3
+    assert result.history["val_loss"][-1] < result.history["val_loss"][0]
+
+
+def test_hf_fused_layouts_give_the_models_own_query_key_products():
+    from transformers import GPT2Config, GPT2Model, GPTNeoXConfig, GPTNeoXModel
+
+    torch.manual_seed(0)
+    x = torch.randn(5, 24)
+    gpt2 = GPT2Model(GPT2Config(n_embd=24, n_head=3, n_layer=1, vocab_size=50, n_positions=16))
+    attn = gpt2.h[0].attn
+    torch.nn.init.zeros_(attn.c_attn.bias)
+    q1, k1, _ = attn.c_attn(x).split(24, dim=-1)  # as GPT2Attention splits them
+    neox = GPTNeoXModel(GPTNeoXConfig(
+        hidden_size=24, num_attention_heads=3, num_hidden_layers=1, intermediate_size=48, vocab_size=50,
+        attention_bias=False,
+    ))  # fmt: skip
+    qkv = neox.layers[0].attention.query_key_value(x).view(5, 3, 24)  # as GPTNeoXAttention views them
+    q2, k2, _ = qkv.chunk(3, dim=-1)
+    for model, (q, k) in ((gpt2, (q1.view(5, 3, 8), k1.view(5, 3, 8))), (neox, (q2, k2))):
+        W = head_forms(*hf_qk(model)[0]).dense().float()  # (H, D, D)
+        scores = torch.einsum("ihd,jhd->hij", q, k)
+        torch.testing.assert_close(x @ W @ x.T, scores, atol=1e-4, rtol=1e-4)
