@@ -7,15 +7,17 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SCALE ?=
 NOTEBOOKS ?=
+NPROC ?=
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 
-.PHONY: help env reproduce test lint format store-notebooks clean
+.PHONY: help env reproduce gpu-check test lint format store-notebooks clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
-	@echo "  variables: SCALE=smoke|cpu|gpu|paper (default gpu with CUDA, else cpu), NOTEBOOKS=xsa,..."
+	@echo "  variables: SCALE=smoke|cpu|gpu|paper (default gpu with CUDA, else cpu), NOTEBOOKS=xsa,...,"
+	@echo "             NPROC=8 (training processes per node, under torchrun)"
 
 env: $(STAMP) ## create .venv and install attnlab (editable) with its test tools
 
@@ -26,8 +28,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
-reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS) into build/, figures into figures/<scale>/
-	$(PY) -m attnlab.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS, NPROC) into build/, figures into figures/<scale>/
+	$(PY) -m attnlab.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) \
+		$(if $(NPROC),--nproc $(NPROC))
+
+gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's gpu-scale training
+	$(PY) -m attnlab.gpu_check
 
 test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale notebooks
 	$(PY) -m pytest -q tests

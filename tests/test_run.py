@@ -1,8 +1,11 @@
 """The runner rejects bad parameters before any compute, with a clear message."""
 
+import os
+
 import pytest
 
 from attnlab import run
+from attnlab.launch import NPROC_ENV
 from attnlab.papers import xsa
 from attnlab.params import ParameterError
 
@@ -60,3 +63,14 @@ def test_configure_validates_and_resolves_presets():
 def test_parse_assignment_reads_literals_and_strings():
     assert run.parse_assignment("seeds=[0, 1]") == ("seeds", [0, 1])
     assert run.parse_assignment("device=cpu") == ("device", "cpu")
+
+
+def test_nproc_reaches_the_notebook_kernels_through_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
+    monkeypatch.setenv(NPROC_ENV, "1")  # restored after the test
+    seen = []
+    monkeypatch.setattr(run, "execute", lambda *args, **kwargs: seen.append(os.environ[NPROC_ENV]))
+    assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--nproc", "4", "--quiet"]) == 0
+    assert seen == ["4"]
+    assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--nproc", "0"]) == 2

@@ -2,7 +2,8 @@
 type and the source of the modules that define the computation; an identical run is loaded, not retrained.
 
 Layout: ``build/runs/<key>/`` holds ``config.json``, ``checkpoint.pt`` while training (so an interrupted run
-resumes) and ``result.pt`` (weights and loss history) once finished.
+resumes) and ``result.pt`` (weights and loss history) once finished. Under ``torchrun`` every rank trains and
+rank 0 alone writes these files.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from pathlib import Path
 
 import torch
 
-from attnlab import data, paths
+from attnlab import data, distributed, paths, shards
 from attnlab.model import GPT, GPTConfig
 from attnlab.train import TrainConfig, TrainResult, atomic_save, resolve_device, train
 
 # Modules whose source defines what a training run computes; editing any of them invalidates the cache.
-_CODE_MODULES = ("attention.py", "model.py", "train.py")
+_CODE_MODULES = ("attention.py", "model.py", "train.py", "distributed.py")
 
 
 def code_version() -> str:
@@ -30,20 +31,42 @@ def code_version() -> str:
     return h.hexdigest()[:16]
 
 
+def corpus_tokens(corpus: str) -> dict[str, torch.Tensor | shards.TokenShards]:
+    """The train and validation tokens of ``corpus``: an :mod:`attnlab.data` corpus name (byte tokens in
+    memory) or the path of a folder of token shards (memory-mapped, :mod:`attnlab.shards`)."""
+    if corpus in data.corpus_names():
+        return data.load_tokens(corpus)
+    return shards.open_shards(Path(corpus))
+
+
+def corpus_fingerprint(corpus: str) -> str:
+    """What identifies the tokens of ``corpus`` (see :func:`corpus_tokens`)."""
+    if corpus in data.corpus_names():
+        return data.fingerprint(corpus)
+    return shards.read_meta(Path(corpus))["fingerprint"]
+
+
+def corpus_vocab_size(corpus: str) -> int:
+    """The vocabulary size of ``corpus``'s tokenizer (256 for byte tokens)."""
+    if corpus in data.corpus_names():
+        return shards.ByteTokens.vocab_size
+    return int(shards.read_meta(Path(corpus))["vocab_size"])
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """Everything that determines a training run's result."""
 
     model: GPTConfig
     train: TrainConfig
-    corpus: str = "shakespeare"
+    corpus: str = "shakespeare"  # an attnlab.data corpus name, or a folder of token shards (attnlab.shards)
 
     def key(self, device: torch.device) -> str:
         blob = json.dumps(
             {
                 "model": self.model.to_dict(),
                 "train": self.train.to_dict(),
-                "data": data.fingerprint(self.corpus),
+                "data": corpus_fingerprint(self.corpus),
                 "device": device.type,
                 "code": code_version(),
             },
@@ -52,42 +75,69 @@ class RunSpec:
         return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+def run_folder(spec: RunSpec, device: torch.device) -> Path:
+    """Where the cache keeps the run ``spec`` on a device of ``device``'s type."""
+    return paths.build_dir() / "runs" / spec.key(device)
+
+
 def train_cached(
-    spec: RunSpec, *, device: str = "auto", progress: bool = True, label: str = "run"
+    spec: RunSpec,
+    *,
+    device: str = "auto",
+    progress: bool = True,
+    label: str = "run",
+    fsdp: bool = False,
+    micro_batch: int | None = None,
+    folder: Path | None = None,
 ) -> TrainResult:
-    """Load the finished run from the cache, or train it (resuming an interrupted attempt) and store it."""
-    dev = resolve_device(device)
-    run_dir = paths.build_dir() / "runs" / spec.key(dev)
+    """Load the finished run from the cache, or train it (resuming an interrupted attempt) and store it.
+
+    ``folder`` keeps the run somewhere other than its cache folder (the command line's ``--out``); ``fsdp``
+    and ``micro_batch`` choose how it is computed (see :func:`attnlab.train.train`), not what."""
+    ctx, dev = distributed.setup(resolve_device(device))  # under torchrun: this rank's device
+    run_dir = folder if folder is not None else run_folder(spec, dev)
     result_path = run_dir / "result.pt"
+    is_main = ctx.is_main
     if result_path.exists():
         state = torch.load(result_path, map_location=dev, weights_only=True)
         model = GPT(spec.model).to(dev)
         model.load_state_dict(state["model"])
-        print(f"{label}: loaded from cache ({run_dir.name})")
+        if is_main:
+            print(f"{label}: loaded from cache ({run_dir.name})")
         return TrainResult(model, state["history"], state["timing"], cached=True)
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(
-        json.dumps({"model": spec.model.to_dict(), "train": spec.train.to_dict(), "corpus": spec.corpus})
-    )
+    if is_main:
+        (run_dir / "config.json").write_text(json.dumps(spec_dict(spec)))
+    with distributed.main_first():  # rank 0 prepares a corpus's files, the others then read them
+        tokens = corpus_tokens(spec.corpus)
     result = train(
         spec.model,
         spec.train,
-        data.load_tokens(spec.corpus),
+        tokens,
         device=str(dev),
         run_dir=run_dir,
         progress=progress,
         desc=label,
+        fsdp=fsdp,
+        micro_batch=micro_batch,
     )
-    atomic_save(
-        {"model": result.model.state_dict(), "history": result.history, "timing": result.timing},
-        result_path,
-    )
-    (run_dir / "checkpoint.pt").unlink(missing_ok=True)
-    print(
-        f"{label}: trained {spec.train.steps} steps, {result.tokens_per_s:,.0f} tokens/s, "
-        f"final val loss {result.final_val_loss:.3f}"
-    )
+    if is_main:
+        atomic_save(
+            {"model": result.model.state_dict(), "history": result.history, "timing": result.timing},
+            result_path,
+        )
+        (run_dir / "checkpoint.pt").unlink(missing_ok=True)
+        print(
+            f"{label}: trained {spec.train.steps} steps, {result.tokens_per_s:,.0f} tokens/s, "
+            f"final val loss {result.final_val_loss:.3f}"
+        )
+    distributed.barrier()  # every rank returns once the result is stored
     return result
+
+
+def spec_dict(spec: RunSpec) -> dict:
+    """``spec`` as the JSON object written to ``config.json``."""
+    return {"model": spec.model.to_dict(), "train": spec.train.to_dict(), "corpus": spec.corpus}
 
 
 # --- a generic results cache (circuits, classifiers: anything that is not a ``train_cached`` LM run) ------

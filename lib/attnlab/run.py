@@ -1,6 +1,7 @@
 """Execute the paper notebooks headlessly with papermill.
 
     python -m attnlab.run --scale cpu --notebooks xsa [-p seeds=[0,1,2] ...]
+    python -m attnlab.run --scale paper --nproc 8   # train with 8 processes under torchrun
     python -m attnlab.run --store            # re-execute at smoke scale into notebooks/ (outputs for nbval)
 
 Parameters are checked against each notebook's ``parameters`` cell and its paper module's ``configure`` before
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from attnlab import paths
 from attnlab.claims import gather_report
+from attnlab.launch import NPROC_ENV
 from attnlab.params import SCALES, ParameterError
 
 # notebook name -> the module whose ``configure(**parameters)`` validates its parameters
@@ -28,6 +30,7 @@ NOTEBOOKS = {
     "xsa": "attnlab.papers.xsa",
     "qk_speed": "attnlab.papers.qk_speed",
     "contribution_weights": "attnlab.papers.contribution_weights",
+    "sd_routing": "attnlab.papers.sd_routing",
 }
 
 
@@ -106,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--quiet", action="store_true", help="do not stream notebook output")
     parser.add_argument(
+        "--nproc", type=int, help=f"training processes on this node, under torchrun (sets {NPROC_ENV})"
+    )
+    parser.add_argument(
         "--store", action="store_true", help="execute at smoke scale into notebooks/ (for nbval)"
     )
     args = parser.parse_args(argv)
@@ -116,11 +122,15 @@ def main(argv: list[str] | None = None) -> int:
         overrides = dict(parse_assignment(p) for p in args.param)
         if args.store and (overrides or args.scale not in (None, "smoke")):
             raise ParameterError("--store runs the notebooks with their stored (smoke) parameters only")
+        if args.nproc is not None and args.nproc < 1:
+            raise ParameterError(f"--nproc must be at least 1; got {args.nproc}")
         plan = {n: resolve_parameters(n, overrides | ({} if args.store else {"scale": scale})) for n in names}
     except ParameterError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
+    if args.nproc is not None:
+        os.environ[NPROC_ENV] = str(args.nproc)  # the notebook kernels inherit it; attnlab.launch reads it
     walls = {}
     for i, (name, params) in enumerate(plan.items(), 1):
         print(f"[{i}/{len(plan)}] {name} (scale={scale}) ...", flush=True)

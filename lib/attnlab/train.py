@@ -3,6 +3,10 @@ clipping, periodic validation, atomic checkpoints and bit-for-bit resume.
 
 Batches are drawn from a generator seeded by (seed, step), so a run resumed from a checkpoint sees exactly the
 batches an uninterrupted run would have seen; with the same thread count a CPU run is repeatable bit for bit.
+
+Under ``torchrun`` the same code trains data-parallel (see :mod:`attnlab.distributed`): every rank draws the
+global batch and trains on its slice of it, so N processes compute what one would, to float rounding.
+``python -m attnlab.train`` is the command line (:mod:`attnlab.launch`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from attnlab import distributed
 from attnlab.model import GPT, GPTConfig
 
 
@@ -116,10 +121,15 @@ def _step_generator(seed: int, step: int) -> torch.Generator:
 
 
 def sample_batch(
-    tokens: torch.Tensor, batch_size: int, seq_len: int, generator: torch.Generator
+    tokens: torch.Tensor,
+    batch_size: int,
+    seq_len: int,
+    generator: torch.Generator,
+    rows: slice = slice(None),
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random windows of a 1-D token tensor: inputs and next-token targets, each (B, T) int64."""
-    starts = torch.randint(len(tokens) - seq_len - 1, (batch_size,), generator=generator)
+    """Random windows of a 1-D token tensor: inputs and next-token targets, each (B, T) int64. ``rows``
+    selects some of the batch's windows (a rank's slice) without changing which windows the batch holds."""
+    starts = torch.randint(len(tokens) - seq_len - 1, (batch_size,), generator=generator)[rows]
     windows = tokens[starts[:, None] + torch.arange(seq_len + 1)].long()  # (B, T + 1)
     return windows[:, :-1], windows[:, 1:]
 
@@ -148,6 +158,28 @@ def evaluate(
         total += loss.item() * len(chunk)
     model.train()
     return total / len(windows)
+
+
+def _forward_backward(
+    step_model: torch.nn.Module,
+    wrapped: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    micro: int,
+    device: torch.device,
+    precision: str,
+) -> torch.Tensor:
+    """Gradients of the mean loss over a rank's rows, in passes of ``micro`` rows (DDP synchronises only the
+    last); returns that mean loss."""
+    n = len(x) // micro
+    losses = []
+    for i, (xm, ym) in enumerate(zip(x.split(micro), y.split(micro), strict=True)):
+        with distributed.gradient_sync(wrapped, i == n - 1):
+            with _autocast(device, precision):
+                _, loss = step_model(xm.to(device), ym.to(device))
+            (loss / n).backward()
+        losses.append(loss.detach())
+    return torch.stack(losses).mean()
 
 
 def atomic_save(obj: object, path: Path) -> None:
@@ -186,50 +218,70 @@ def train(
     progress: bool = True,
     desc: str = "train",
     on_step: Callable[[int], None] | None = None,
+    fsdp: bool = False,
+    micro_batch: int | None = None,
 ) -> TrainResult:
-    """Train a GPT on ``data["train"]``, validating on ``data["validation"]`` (1-D token tensors).
+    """Train a GPT on ``data["train"]``, validating on ``data["validation"]`` (1-D token tensors, or
+    :class:`attnlab.shards.TokenShards`).
 
     With ``run_dir``, a checkpoint is written there every ``checkpoint_every`` steps and an existing one is
     resumed from; the resumed run ends with the same weights and losses as an uninterrupted one.
     ``on_step(step)`` is called after each completed step (tests use it to simulate an interruption).
+
+    Under ``torchrun`` each rank trains on its slice of every global batch of ``batch_size`` rows with
+    DistributedDataParallel, or with ``fsdp`` FSDP-sharded; losses are averaged over the ranks, only rank 0
+    writes checkpoints and shows progress, and every rank resumes from the same checkpoint. With ``fsdp`` the
+    returned model on rank 0 is a full copy on the CPU (the other ranks get their shards). ``micro_batch``
+    rows per forward pass (default: all of a rank's rows) accumulate the gradient of a step in several passes.
     """
-    dev = resolve_device(device)
+    ctx, dev = distributed.setup(resolve_device(device))
+    rows = ctx.shard(cfg.batch_size)  # this rank's rows of every global batch
+    local_rows = rows.stop - rows.start
+    micro = micro_batch or local_rows
+    if local_rows % micro:
+        raise ValueError(f"micro_batch={micro} does not divide the {local_rows} rows per process")
     torch.manual_seed(cfg.seed)
     model = GPT(model_cfg).to(dev)
+    wrapped = distributed.wrap(model, dev, fsdp)
+    sharded = distributed.is_sharded(model)
     opt = make_optimizer(model, cfg)
     history: dict[str, list[float]] = {k: [] for k in ("step", "train_loss", "lr", "val_step", "val_loss")}
     timing = {"seconds": 0.0, "steps": 0, "tokens_per_step": cfg.batch_size * cfg.seq_len}
     ckpt_path = run_dir / "checkpoint.pt" if run_dir is not None else None
     start = 0
     if ckpt_path is not None and ckpt_path.exists():
-        state = torch.load(ckpt_path, map_location=dev, weights_only=True)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
+        state = torch.load(ckpt_path, map_location="cpu" if sharded else dev, weights_only=True)
+        if state.get("sharded", False) != sharded:
+            mode = "with" if state.get("sharded", False) else "without"
+            raise ValueError(f"{ckpt_path} was written {mode} FSDP sharding: resume it {mode} FSDP")
+        distributed.load_full_state(model, opt, state["model"], state["optimizer"])
         start, history, timing = state["step"], state["history"], state["timing"]
-    val = validation_windows(data["validation"], cfg.eval_batches * cfg.batch_size, cfg.seq_len)
+    n_val = cfg.eval_batches * cfg.batch_size
+    val = validation_windows(data["validation"], n_val, cfg.seq_len)[ctx.shard(n_val)]
+
+    def validate() -> float:
+        return distributed.mean(evaluate(model, val, micro, dev, cfg.precision))
+
     if start == 0:
         history["val_step"].append(0)
-        history["val_loss"].append(evaluate(model, val, cfg.batch_size, dev, cfg.precision))
-    step_model = torch.compile(model) if cfg.compile else model
+        history["val_loss"].append(validate())
+    step_model = torch.compile(wrapped) if cfg.compile else wrapped
 
-    bar = _progress(cfg.steps, start, desc, progress)
+    bar = _progress(cfg.steps, start, desc, progress and ctx.is_main)
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
         lr = lr_at(step, cfg)
         for group in opt.param_groups:
             group["lr"] = lr * group["lr_scale"]
-        x, y = sample_batch(data["train"], cfg.batch_size, cfg.seq_len, _step_generator(cfg.seed, step))
-        with _autocast(dev, cfg.precision):
-            _, loss = step_model(x.to(dev), y.to(dev))
-        loss_value = loss.item()
+        x, y = sample_batch(data["train"], cfg.batch_size, cfg.seq_len, _step_generator(cfg.seed, step), rows)
+        opt.zero_grad(set_to_none=True)
+        loss_value = distributed.mean(_forward_backward(step_model, wrapped, x, y, micro, dev, cfg.precision))
         if not math.isfinite(loss_value):
             bar.close()
             raise TrainingDiverged(
                 f"{desc}: loss became {loss_value} at step {step} (lr {lr:.3g}); lower the learning "
                 "rate or check the data. No result was written."
             )
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
         if cfg.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
@@ -241,21 +293,30 @@ def train(
         done = step + 1
         if done % cfg.eval_every == 0 or done == cfg.steps:
             history["val_step"].append(done)
-            history["val_loss"].append(evaluate(model, val, cfg.batch_size, dev, cfg.precision))
+            history["val_loss"].append(validate())
             bar.set_postfix(train=f"{loss_value:.3f}", val=f"{history['val_loss'][-1]:.3f}", refresh=False)
         if ckpt_path is not None and done % cfg.checkpoint_every == 0 and done < cfg.steps:
-            atomic_save(
-                {
-                    "model": model.state_dict(),
-                    "optimizer": opt.state_dict(),
-                    "step": done,
-                    "history": history,
-                    "timing": timing,
-                },
-                ckpt_path,
-            )
+            model_state, opt_state = distributed.full_state(model, opt)
+            if ctx.is_main:
+                atomic_save(
+                    {
+                        "model": model_state,
+                        "optimizer": opt_state,
+                        "step": done,
+                        "history": history,
+                        "timing": timing,
+                        "sharded": sharded,
+                    },
+                    ckpt_path,
+                )
         bar.update(1)
         if on_step is not None:
             on_step(done)
     bar.close()
-    return TrainResult(model, history, timing)
+    return TrainResult(distributed.unsharded(model, model_cfg), history, timing)
+
+
+if __name__ == "__main__":
+    from attnlab.launch import main
+
+    sys.exit(main())

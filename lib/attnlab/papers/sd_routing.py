@@ -2,10 +2,11 @@
 experiments of its notebook.
 
 The notebook ``notebooks/sd_routing.ipynb`` calls ``configure`` with its parameters, then the methods of the
-returned ``SDExperiment``. Every language model is trained through ``attnlab.cache.train_cached`` and every
-pretrained-model analysis is kept by ``attnlab.cache.cached_result``, so a re-run trains and loads nothing it
-has already done. The library pieces are ``attnlab.attention.SDAttention`` / ``LinearAttention``,
-``attnlab.metrics.effective_rank`` / ``routing_filtering`` and ``attnlab.routing``.
+returned ``SDExperiment``. Every language model is trained through ``attnlab.launch.launch`` (the results
+cache; torchrun with ``make reproduce NPROC=N``) and every pretrained-model analysis is kept by
+``attnlab.cache.cached_result``, so a re-run trains and loads nothing it has already done. The library pieces
+are ``attnlab.attention.SDAttention`` / ``LinearAttention``, ``attnlab.metrics.effective_rank`` /
+``routing_filtering`` and ``attnlab.routing``.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import pandas as pd
 import torch
 
 from attnlab.benchmark import block_cost
-from attnlab.cache import RunSpec, cached_result, train_cached
+from attnlab.cache import RunSpec, cached_result
 from attnlab.claims import Claim
 from attnlab.data import load_tokens
+from attnlab.launch import launch
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.params import ParameterError, check_device, check_scale, check_seeds, check_subset
@@ -117,7 +119,8 @@ class Preset:
     eval_windows: int  # validation windows of every perplexity
     models: tuple[str, ...]  # pretrained models analysed
     bench: Bench
-    corpus: str = "shakespeare"
+    corpus: str = "shakespeare"  # a corpus name, or a folder of token shards (``python -m attnlab.shards``)
+    micro_batch: int | None = None  # rows per forward pass per process (gradient accumulation); None = all
 
 
 GPU = {"precision": "bf16", "compile": True}
@@ -179,7 +182,7 @@ PRESETS: dict[str, Preset] = {
         },
         probe="12L-768d", retrain_linear=(2, 4, 7), min_head_dim=8, seeds=(0, 1), eval_windows=1024,
         models=("minilm", "smollm2"),
-        bench=Bench(seq_lens=(1024, 2048, 4096, 8192), batch_size=8, repeats=20),
+        bench=Bench(seq_lens=(1024, 2048, 4096, 8192), batch_size=8, repeats=20), micro_batch=8,
     ),
 }  # fmt: skip
 
@@ -233,7 +236,7 @@ class SDExperiment(PaperExperiment):
     def _train(self, spec: RunSpec, label: str) -> TrainResult | None:
         """The cached run, or None when it diverged (reported by ``diverged``)."""
         try:
-            return train_cached(spec, device=self.device, label=label)
+            return launch(spec, device=self.device, label=label, micro_batch=self.preset.micro_batch)
         except TrainingDiverged as err:
             print(f"{label}: {err}")
             return None

@@ -15,9 +15,10 @@ import pandas as pd
 import torch
 
 from attnlab.benchmark import block_cost
-from attnlab.cache import RunSpec, train_cached
+from attnlab.cache import RunSpec
 from attnlab.claims import Claim, verdict_below_zero
 from attnlab.data import load_tokens
+from attnlab.launch import launch
 from attnlab.metrics import similarity_bias_by_layer
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
@@ -82,7 +83,8 @@ class Preset:
     sweep: Sweep
     bench: Bench
     task_limit: int | None  # examples per zero-shot task (Table 2); None = all
-    corpus: str = "shakespeare"
+    corpus: str = "shakespeare"  # a corpus name, or a folder of token shards (``python -m attnlab.shards``)
+    micro_batch: int | None = None  # rows per forward pass per process (gradient accumulation); None = all
 
 
 # The GPU presets train in bfloat16 autocast with a compiled model, as the paper's runs would.
@@ -163,6 +165,7 @@ PRESETS: dict[str, Preset] = {
             head_dim=128, repeats=20,
         ),
         task_limit=None,
+        micro_batch=8,  # 256 x 2048 tokens per step do not fit one pass on one GPU
     ),
 }  # fmt: skip
 
@@ -188,7 +191,7 @@ class XSAExperiment(PaperExperiment):
     device: str
 
     def _train(self, spec: RunSpec, label: str) -> TrainResult:
-        return train_cached(spec, device=self.device, label=label)
+        return launch(spec, device=self.device, label=label, micro_batch=self.preset.micro_batch)
 
     # Table 1 and Fig. 3 -------------------------------------------------------------------------------
 
