@@ -15,34 +15,49 @@ from attnlab.model import GPT, GPTConfig
 from attnlab.tasks import MultipleChoice, tie_credit
 
 
-def naive_rank_mask(scores: torch.Tensor, fraction: float, top: bool) -> torch.Tensor:
+def naive_rank_mask(scores: torch.Tensor, fraction: float, top: bool, scope: str) -> torch.Tensor:
     B, H, T, _ = scores.shape
     out = torch.zeros(B, H, T, T, dtype=torch.bool)
+    groups = [[h] for h in range(H)] if scope == "head" else [list(range(H))]
     for b in range(B):
         for i in range(T):
-            terms = [(scores[b, h, i, j].item(), h * T + j, h, j) for h in range(H) for j in range(i + 1)]
-            # descending for top, ascending for bottom; ties broken by the flat index (h, j)
-            terms.sort(key=lambda t: (-t[0] if top else t[0], t[1]))
-            for _, _, h, j in terms[: round(fraction * H * (i + 1))]:
-                out[b, h, i, j] = True
+            for heads in groups:
+                terms = [(scores[b, h, i, j].item(), h * T + j, h, j) for h in heads for j in range(i + 1)]
+                # descending for top, ascending for bottom; ties broken by the flat index (h, j)
+                terms.sort(key=lambda t: (-t[0] if top else t[0], t[1]))
+                for _, _, h, j in terms[: round(fraction * len(heads) * (i + 1))]:
+                    out[b, h, i, j] = True
     return out
 
 
+@pytest.mark.parametrize("scope", ["head", "joint"])
 @pytest.mark.parametrize("top", [True, False])
 @pytest.mark.parametrize("fraction", [0.0, 0.1, 0.37, 0.5, 1.0])
-def test_rank_mask_matches_a_naive_loop(top, fraction):
+def test_rank_mask_matches_a_naive_loop(top, fraction, scope):
     torch.manual_seed(0)
     scores = torch.randn(2, 3, 7, 7)
     scores[0, 1, 4, :3] = 0.25  # ties
-    assert torch.equal(rank_mask(scores, fraction, top), naive_rank_mask(scores, fraction, top))
+    expected = naive_rank_mask(scores, fraction, top, scope)
+    assert torch.equal(rank_mask(scores, fraction, top, scope), expected)
 
 
 def test_rank_mask_never_touches_future_keys_and_counts_per_query():
     scores = torch.randn(1, 2, 5, 5)
-    mask = rank_mask(scores, 1.0, top=True)
-    assert torch.equal(mask[0, 0], torch.ones(5, 5, dtype=torch.bool).tril())
-    half = rank_mask(scores, 0.5, top=False)
+    for scope in ("head", "joint"):
+        mask = rank_mask(scores, 1.0, True, scope)
+        assert torch.equal(mask[0, 0], torch.ones(5, 5, dtype=torch.bool).tril())
+    half = rank_mask(scores, 0.5, False, "joint")
     assert [int(half[0, :, i].sum()) for i in range(5)] == [round(0.5 * 2 * (i + 1)) for i in range(5)]
+    half = rank_mask(scores, 0.5, False, "head")
+    assert [int(half[0, 1, i].sum()) for i in range(5)] == [round(0.5 * (i + 1)) for i in range(5)]
+
+
+def test_per_head_ranking_cannot_tell_the_two_value_weighted_baselines_apart():
+    torch.manual_seed(0)
+    scores = torch.rand(1, 3, 6, 6)
+    rescaled = scores * torch.rand(1, 3, 6, 1)  # a positive factor per (head, query) row: ||o_i||^-1
+    assert torch.equal(rank_mask(scores, 0.5, True, "head"), rank_mask(rescaled, 0.5, True, "head"))
+    assert not torch.equal(rank_mask(scores, 0.5, True, "joint"), rank_mask(rescaled, 0.5, True, "joint"))
 
 
 def tiny_gpt() -> TextModel:
@@ -54,7 +69,7 @@ def tiny_gpt() -> TextModel:
 def test_curves_zero_nothing_at_fraction_zero_and_everything_at_one():
     lm = tiny_gpt()
     ids = torch.randint(0, 256, (3, 12))
-    curves = intervention_curves(lm, ids, [0.0, 1.0], batch_size=2)
+    curves = intervention_curves(lm, ids, [0.0, 1.0], batch_size=2, scopes=("head", "joint"))
     with torch.no_grad():
         logits, _ = lm.model(ids)
     clean = math.exp(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item())
@@ -69,7 +84,7 @@ def test_curves_zero_nothing_at_fraction_zero_and_everything_at_one():
     no_attn = math.exp(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item())
     comp = curves[(curves["fraction"] == 1.0) & (curves["mode"] == "comprehensiveness")]
     assert np.allclose(comp["ppl"], no_attn, rtol=1e-5)
-    assert len(comp) == 4  # one per measure
+    assert len(comp) == 8  # one per measure and scope
 
 
 def test_areas_and_hierarchy():

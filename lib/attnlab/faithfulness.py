@@ -7,12 +7,19 @@ terms a^h_ij v~^h_j are ranked by m^h_ij and a fraction of them is zeroed in eve
 - comprehensiveness: zero the top-ranked fraction; a faithful measure makes the perplexity rise most;
 - sufficiency: zero the bottom-ranked fraction (keep the top); a faithful measure makes it rise least.
 
-Ranking (our choice; the paper's exact protocol is not known): the measures are intra-head, and for query i
-the H (i + 1) causal terms (h, j <= i) of a layer are ranked jointly across heads, the top
-round(fraction * H * (i + 1)) being zeroed. Ranked within one head's row instead, the value-weighted and the
-output-normalised baselines would order every row identically (they differ by the factor 1 / ||o^h_i||,
-constant along a row), so the paper's four-way hierarchy could not be tested. Contribution weights are ranked
-by their signed value: the bottom of a row holds the terms that point against the output.
+Ranking scope (the paper's exact protocol is not known; both are implemented):
+
+- ``"head"`` (the default, "rank the context tokens of each query"): each head ranks its own row, zeroing the
+  top round(fraction * (i + 1)) of the keys j <= i of query i. Within one row the value-weighted and the
+  output-normalised baselines order the keys identically (they differ by the factor 1 / ||o^h_i||, constant
+  along a row), so under this scope their curves coincide and their order cannot be tested.
+- ``"joint"``: the H (i + 1) terms (h, j <= i) of query i in a layer are ranked together across heads and
+  the top round(fraction * H * (i + 1)) zeroed; the measures normalised per head (raw attention,
+  output-normalised, contribution weights) then compete with the unnormalised value-weighted one on
+  different scales.
+
+Contribution weights are ranked by their signed value: the bottom of a row holds the terms that point against
+the output.
 
 The measures are computed from a clean forward pass (``attnlab.hf.capture``); the interventions
 (``attnlab.hf.intervene``) rescale the terms of the following passes, so upstream changes do not re-rank
@@ -21,6 +28,7 @@ downstream layers.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -39,30 +47,42 @@ MODES = ("comprehensiveness", "sufficiency")
 Measure = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def rank_mask(scores: torch.Tensor, fraction: float, top: bool) -> torch.Tensor:
+SCOPES = ("head", "joint")
+
+
+def rank_mask(scores: torch.Tensor, fraction: float, top: bool, scope: str = "head") -> torch.Tensor:
     """The terms to zero for one layer: ``scores`` (B, H, T, T) of an intra-head measure -> bool (B, H, T, T),
-    True for the round(fraction * H * (i + 1)) highest (``top``) or lowest terms of query i among its
-    H (i + 1) causal terms (h, j <= i), ranked jointly across heads. Ties keep the lower flat index first."""
+    True for the highest (``top``) or lowest terms of each query i among its causal terms j <= i: per head,
+    round(fraction * (i + 1)) of them (``scope="head"``), or round(fraction * H * (i + 1)) of the H (i + 1)
+    terms (h, j) ranked jointly across heads (``scope="joint"``). Ties keep the lower index first."""
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
     B, H, T, _ = scores.shape
     causal = torch.ones(T, T, dtype=torch.bool, device=scores.device).tril()  # (T, T): query i, key j
-    valid = causal[None, :, None, :].expand(B, T, H, T).reshape(B, T, H * T)  # (B, T, H T)
-    flat = scores.float().permute(0, 2, 1, 3).reshape(B, T, H * T)  # (B, T, H T): query i's terms (h, j)
+    if scope == "head":
+        flat, valid, per_query = scores.float(), causal.expand(B, H, T, T), 1  # (B, H, T, T): rows i
+    else:
+        valid = causal[None, :, None, :].expand(B, T, H, T).reshape(B, T, H * T)  # (B, T, H T)
+        flat, per_query = scores.float().permute(0, 2, 1, 3).reshape(B, T, H * T), H  # query i's (h, j)
     flat = flat.masked_fill(~valid, -math.inf if top else math.inf)
     order = flat.argsort(dim=-1, descending=top, stable=True)
     rank = torch.empty_like(order)
-    rank.scatter_(-1, order, torch.arange(H * T, device=scores.device).expand_as(order))
-    counts = torch.round(fraction * H * torch.arange(1, T + 1, device=scores.device, dtype=torch.float64))
-    zero = (rank < counts.to(rank.dtype)[None, :, None]) & valid
-    return zero.view(B, T, H, T).permute(0, 2, 1, 3)  # (B, H, T, T)
+    rank.scatter_(-1, order, torch.arange(flat.shape[-1], device=scores.device).expand_as(order))
+    n_terms = per_query * torch.arange(1, T + 1, device=scores.device, dtype=torch.float64)
+    counts = torch.round(fraction * n_terms).to(rank.dtype)[:, None]  # (T, 1): per query i
+    zero = (rank < counts) & valid
+    return zero if scope == "head" else zero.view(B, T, H, T).permute(0, 2, 1, 3)
 
 
 def _layer_scores(records: Mapping[int, dict], measure: Measure) -> dict[int, torch.Tensor]:
     return {layer: measure(r["pattern"], r["values"]) for layer, r in records.items()}
 
 
-def _scales(scores: Mapping[int, torch.Tensor], fraction: float, mode: str) -> Callable[[int], torch.Tensor]:
+def _scales(
+    scores: Mapping[int, torch.Tensor], fraction: float, mode: str, scope: str
+) -> Callable[[int], torch.Tensor]:
     """Per-layer keep scales (1 keep, 0 zero), built lazily one layer at a time."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -70,7 +90,7 @@ def _scales(scores: Mapping[int, torch.Tensor], fraction: float, mode: str) -> C
     def scale(layer: int) -> torch.Tensor | None:
         if layer not in scores:
             return None
-        return (~rank_mask(scores[layer], fraction, top=mode == "comprehensiveness")).float()
+        return (~rank_mask(scores[layer], fraction, mode == "comprehensiveness", scope)).float()
 
     return scale
 
@@ -93,11 +113,12 @@ def intervention_curves(
     layers: Sequence[int] | None = None,
     batch_size: int = 8,
     desc: str = "interventions",
+    scopes: Sequence[str] = ("head",),
 ) -> pd.DataFrame:
-    """Perplexity of ``windows`` (N, T) token ids under each measure x mode x fraction; the interventions act
-    in ``layers`` (default all). Returns columns measure, mode, fraction, ppl, delta_ppl (ppl minus the clean
-    perplexity; exactly 0 at fraction 0, where nothing is zeroed)."""
-    nll: dict[tuple[str, str, float], float] = {}
+    """Perplexity of ``windows`` (N, T) token ids under each ranking scope x measure x mode x fraction; the
+    interventions act in ``layers`` (default all). Returns columns scope, measure, mode, fraction, ppl,
+    delta_ppl (ppl minus the clean perplexity; exactly 0 at fraction 0, where nothing is zeroed)."""
+    nll: dict[tuple[str, str, str, float], float] = {}
     clean_nll, tokens = 0.0, 0
     steps = len(range(0, len(windows), batch_size)) * len(measures)
     bar = tqdm(total=steps, desc=desc, mininterval=15)
@@ -109,21 +130,21 @@ def intervention_curves(
         tokens += ids[:, 1:].numel()
         for name, measure in measures.items():
             scores = _layer_scores(records, measure)
-            for mode in MODES:
-                for f in fractions:
-                    if f == 0:
-                        value = clean
-                    else:
-                        with intervene(lm.model, _scales(scores, f, mode)):
-                            value = _token_nll(lm.logits(ids), ids).item()
-                    nll[name, mode, f] = nll.get((name, mode, f), 0.0) + value
+            for scope, mode, f in itertools.product(scopes, MODES, fractions):
+                if f == 0:
+                    value = clean
+                else:
+                    with intervene(lm.model, _scales(scores, f, mode, scope)):
+                        value = _token_nll(lm.logits(ids), ids).item()
+                key = (scope, name, mode, f)
+                nll[key] = nll.get(key, 0.0) + value
             bar.update()
         del records
     bar.close()
     ppl0 = math.exp(clean_nll / tokens)
     rows_out = [
-        {"measure": m, "mode": mode, "fraction": f, "ppl": math.exp(v / tokens), "delta_ppl": 0.0}
-        for (m, mode, f), v in nll.items()
+        {"scope": scope, "measure": m, "mode": mode, "fraction": f, "ppl": math.exp(v / tokens)}
+        for (scope, m, mode, f), v in nll.items()
     ]
     frame = pd.DataFrame(rows_out)
     frame["delta_ppl"] = frame["ppl"] - ppl0
@@ -173,11 +194,12 @@ def choice_accuracy(
     measures: Mapping[str, Measure] = IMPORTANCE_MEASURES,
     batch_size: int = 16,
     desc: str = "multiple choice",
+    scope: str = "head",
 ) -> pd.DataFrame:
     """Zero-shot accuracy on ``items`` (each choice scored by the summed log-likelihood of its tokens after
     the prompt; a tie earns 1 / number tied) without intervention and under each (measure, mode, fraction) of
-    ``interventions``, ranked on the clean pass of the same sequence. Returns columns measure, mode,
-    fraction, accuracy; the clean row has measure "none"."""
+    ``interventions``, ranked (within ``scope``) on the clean pass of the same sequence. Returns columns
+    measure, mode, fraction, accuracy; the clean row has measure "none"."""
     seqs, spans = _choice_batch(lm, items)
     settings = [("none", "none", 0.0), *interventions]
     scores: dict[tuple, list[float]] = {s: [] for s in settings}
@@ -197,7 +219,7 @@ def choice_accuracy(
             else:
                 if name not in by_measure:
                     by_measure[name] = _layer_scores(records, measures[name])
-                with intervene(lm.model, _scales(by_measure[name], f, mode)):
+                with intervene(lm.model, _scales(by_measure[name], f, mode, scope)):
                     out = lm.logits(ids)
             logp = F.log_softmax(out.float(), dim=-1)
             for b, s in enumerate(chunk):

@@ -37,9 +37,11 @@ def fig1(result: dict) -> plt.Figure:
     return fig
 
 
-def faithfulness(curves: pd.DataFrame) -> plt.Figure:
-    """Delta-PPL vs the fraction of value terms zeroed: one row per text set, comprehensiveness (top zeroed;
-    higher = more faithful) and sufficiency (bottom zeroed; lower = more faithful)."""
+def faithfulness(curves: pd.DataFrame, scope: str) -> plt.Figure:
+    """Delta-PPL vs the fraction of value terms zeroed, terms ranked within ``scope`` ("head" or "joint"):
+    one row per text set, comprehensiveness (top zeroed; higher = more faithful) and sufficiency (bottom
+    zeroed; lower = more faithful)."""
+    curves = curves[curves["scope"] == scope]
     texts = list(dict.fromkeys(curves["text"]))
     fig, axes = plt.subplots(len(texts), 2, figsize=(11, 3.4 * len(texts)), squeeze=False)
     for row, text in zip(axes, texts, strict=True):
@@ -57,7 +59,8 @@ def faithfulness(curves: pd.DataFrame) -> plt.Figure:
             ax.set_yscale("symlog", linthresh=1.0)
             better = "higher" if mode == "comprehensiveness" else "lower"
             ax.set(
-                title=f"{text}: {mode}\n({better} is more faithful)",
+                title=f"{text}, ranked per {scope if scope == 'head' else 'layer'}: {mode}\n"
+                f"({better} is more faithful)",
                 xlabel="fraction of value terms zeroed per query",
                 ylabel="delta PPL (symlog)",
             )
