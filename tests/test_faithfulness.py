@@ -100,6 +100,10 @@ def test_areas_and_hierarchy():
     order = ["raw", "value_weighted", "output_normalised", "contribution"]
     assert hierarchy_holds(areas, order) == {"comprehensiveness": True, "sufficiency": True}
     assert hierarchy_holds(areas, order[::-1]) == {"comprehensiveness": False, "sufficiency": False}
+    # on the log scale: the mean of log(1 + 4 f) over f in {0, 0.5, 1} by the trapezoid rule
+    log_areas = curve_areas(pd.DataFrame(rows), log=True)
+    expected = (0.5 * np.log(3.0) + 0.5 * (np.log(3.0) + np.log(5.0))) / 2
+    assert log_areas.loc["contribution", "comprehensiveness"] == pytest.approx(expected)
 
 
 def test_clean_choice_scores_match_one_sequence_at_a_time():

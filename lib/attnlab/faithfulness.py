@@ -151,14 +151,18 @@ def intervention_curves(
     return frame
 
 
-def curve_areas(curves: pd.DataFrame) -> pd.DataFrame:
+def curve_areas(curves: pd.DataFrame, log: bool = False) -> pd.DataFrame:
     """Area under each delta-PPL curve (trapezoid rule) divided by the span of the fractions, i.e. the mean
     delta-PPL over the fractions: a (measure x mode) table. Comprehensiveness: higher is more faithful;
-    sufficiency: lower is."""
+    sufficiency: lower is. With ``log`` the curve is sign(dPPL) log(1 + |dPPL|) (the symlog scale of the
+    plots), so that the small fractions, where the perplexity is still finite-looking, weigh as much as the
+    large ones, where zeroing most terms of every layer makes it explode."""
     out = {}
     for (measure, mode), sub in curves.groupby(["measure", "mode"], sort=False):
         sub = sub.sort_values("fraction")
         x, y = sub["fraction"].to_numpy(), sub["delta_ppl"].to_numpy()
+        if log:
+            y = np.sign(y) * np.log1p(np.abs(y))
         out[measure, mode] = float(np.trapezoid(y, x) / (x[-1] - x[0]))
     return pd.Series(out).rename_axis(["measure", "mode"]).unstack("mode")
 

@@ -246,10 +246,11 @@ class ContributionExperiment(PaperExperiment):
         return pd.concat(frames, ignore_index=True)
 
     @staticmethod
-    def areas(curves: pd.DataFrame) -> pd.DataFrame:
-        """Area under each curve (mean delta-PPL over the fractions), one row per (text, scope, measure)."""
+    def areas(curves: pd.DataFrame, log: bool = False) -> pd.DataFrame:
+        """Area under each curve (mean delta-PPL over the fractions; with ``log``, of sign x log(1 + |dPPL|)),
+        one row per (text, scope, measure)."""
         parts = {
-            key: curve_areas(sub).loc[list(MEASURES)]
+            key: curve_areas(sub, log).loc[list(MEASURES)]
             for key, sub in curves.groupby(["text", "scope"], sort=False)
         }
         return pd.concat(parts, names=["text", "scope", "measure"])
@@ -400,16 +401,16 @@ class ContributionExperiment(PaperExperiment):
     def claims(
         self,
         sinks: dict,
-        areas: pd.DataFrame,
+        curves: pd.DataFrame,
         downstream: pd.DataFrame,
-        own_areas: pd.DataFrame,
+        own_curves: pd.DataFrame,
     ) -> list[Claim]:
         return [
             self._claim_fig1(sinks),
-            *self._claims_faithfulness(areas, "pretrained"),
+            *self._claims_faithfulness(curves, "pretrained"),
             self._claim_downstream(downstream),
             *self._claims_sinks(sinks),
-            *self._claims_faithfulness(own_areas, "own GPT"),
+            *self._claims_faithfulness(own_curves, "own GPT"),
         ]
 
     def _claim_fig1(self, sinks: dict) -> Claim:
@@ -428,20 +429,34 @@ class ContributionExperiment(PaperExperiment):
             verdict + " (criterion: mean attention > 0.3 and contribution below half of it)",
         )
 
-    def _claims_faithfulness(self, areas: pd.DataFrame, who: str) -> list[Claim]:
+    def _claims_faithfulness(self, curves: pd.DataFrame, who: str) -> list[Claim]:
+        areas, log_areas = self.areas(curves), self.areas(curves, log=True)
         claims = []
         for scope in dict.fromkeys(areas.index.get_level_values("scope")):
-            claims += self._claims_faithfulness_scope(areas.xs(scope, level="scope"), who, scope)
+            claims += self._claims_faithfulness_scope(
+                areas.xs(scope, level="scope"), log_areas.xs(scope, level="scope"), who, scope
+            )
         return claims
 
-    def _claims_faithfulness_scope(self, areas: pd.DataFrame, who: str, scope: str) -> list[Claim]:
+    @staticmethod
+    def _most_faithful(areas: pd.DataFrame) -> tuple[list[bool], list[bool]]:
+        """Per text set: is contribution the most comprehensive, and the most sufficient?"""
+        comp, suff = [], []
+        for _, sub in areas.groupby(level="text", sort=False):
+            comp.append(sub.droplevel("text")["comprehensiveness"].idxmax() == "contribution")
+            suff.append(sub.droplevel("text")["sufficiency"].idxmin() == "contribution")
+        return comp, suff
+
+    def _claims_faithfulness_scope(
+        self, areas: pd.DataFrame, log_areas: pd.DataFrame, who: str, scope: str
+    ) -> list[Claim]:
         # Ranked per head, the two value-weighted baselines order every row alike: only three levels remain.
         order = MEASURES if scope == "joint" else ("raw", "value_weighted", "contribution")
-        best_comp, best_suff, order_ok, orders = [], [], [], []
+        best_comp, best_suff = self._most_faithful(areas)
+        log_comp, log_suff = self._most_faithful(log_areas)
+        order_ok, orders = [], []
         for text, sub in areas.groupby(level="text", sort=False):
             sub = sub.droplevel("text")
-            best_comp.append(sub["comprehensiveness"].idxmax() == "contribution")
-            best_suff.append(sub["sufficiency"].idxmin() == "contribution")
             ok = hierarchy_holds(sub, order)
             order_ok.append(ok["comprehensiveness"] and ok["sufficiency"])
             comp = " < ".join(sub.loc[list(order), "comprehensiveness"].sort_values().index)
@@ -466,7 +481,8 @@ class ContributionExperiment(PaperExperiment):
                 f"contribution weights are the most faithful measure ({who}, {ranking})",
                 f"largest comprehensiveness and smallest sufficiency delta-PPL {where}",
                 f"{model}: most comprehensive on {sum(best_comp)} of {sets} sets, most sufficient on "
-                f"{sum(best_suff)} of {sets}",
+                f"{sum(best_suff)} of {sets} (area of log(1 + delta PPL), which weighs the small fractions: "
+                f"{sum(log_comp)} and {sum(log_suff)} of {sets})",
                 verdict([c and s for c, s in zip(best_comp, best_suff, strict=True)]),
             ),
             Claim(
