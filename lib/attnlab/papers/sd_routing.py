@@ -742,7 +742,12 @@ class SDExperiment(PaperExperiment):
             return []
         saved, cost = sub["attn params saved %"].mean(), sub["ppl change %"].mean()
         ok = [saved >= PAPER_REALLOCATION["params_saved_pct"][0], cost <= PAPER_REALLOCATION["ppl_pct"][1]]
-        if all(ok):
+        if saved == 0:
+            verdict = (
+                "not testable here: every layer's measured rank calls for the uniform head dim, so there is "
+                "nothing to reallocate"
+            )
+        elif all(ok):
             verdict = "holds"
         elif any(ok):
             verdict = "inconclusive: " + (
