@@ -95,7 +95,7 @@ def _scales(
     return scale
 
 
-def _token_nll(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+def token_nll(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """Summed next-token negative log-likelihood of ``ids`` (B, T) under ``logits`` (B, T, V)."""
     return F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction="sum")
 
@@ -125,7 +125,7 @@ def intervention_curves(
     for rows in _batches(len(windows), batch_size):
         ids = windows[rows].to(lm.device)
         logits, records = capture(lm.model, ids, layers=layers)
-        clean = _token_nll(logits, ids).item()
+        clean = token_nll(logits, ids).item()
         clean_nll += clean
         tokens += ids[:, 1:].numel()
         for name, measure in measures.items():
@@ -135,7 +135,7 @@ def intervention_curves(
                     value = clean
                 else:
                     with intervene(lm.model, _scales(scores, f, mode, scope)):
-                        value = _token_nll(lm.logits(ids), ids).item()
+                        value = token_nll(lm.logits(ids), ids).item()
                 key = (scope, name, mode, f)
                 nll[key] = nll.get(key, 0.0) + value
             bar.update()

@@ -32,6 +32,7 @@ from attnlab.faithfulness import (
     curve_areas,
     hierarchy_holds,
     intervention_curves,
+    token_nll,
 )
 from attnlab.hf import TextModel, capture, load_text_model, value_scale
 from attnlab.launch import launch
@@ -299,8 +300,8 @@ class ContributionExperiment(PaperExperiment):
                 sink = value_scale(torch.arange(batch.shape[1], device=batch.device).eq(0).expand_as(batch))
                 scales = dict.fromkeys(records, sink)
                 logits_removed, records_removed = capture(lm.model, batch, scales=scales)
-                nll_clean += _nll(logits, batch)
-                nll_removed += _nll(logits_removed, batch)
+                nll_clean += token_nll(logits, batch).item()
+                nll_removed += token_nll(logits_removed, batch).item()
                 spread.append(output_spread(records).assign(batch=start, state="clean"))
                 spread.append(
                     output_spread(records_removed, scales).assign(batch=start, state="sink removed")
@@ -359,8 +360,8 @@ class ContributionExperiment(PaperExperiment):
         run = launch(spec, device=self.device, label=f"own GPT {own.model.n_layer}L-{own.model.d_model}d")
         lm = TextModel(run.model.eval(), None, "attnlab GPT")
         p = self.preset
-        key = {"run": spec.key(self.torch_device), "windows": own.windows, "fractions": p.fractions}
-        key["scopes"] = p.scopes
+        key = {"run": spec.key(self.torch_device), "windows": own.windows, "fractions": p.fractions,
+               "scopes": p.scopes}  # fmt: skip
 
         def compute() -> dict:
             ids = self.windows(lm, own.corpus, own.model.block_size, own.windows)
@@ -543,6 +544,15 @@ class ContributionExperiment(PaperExperiment):
         cone_up = spread.loc["sink removed", "cone"] > spread.loc["clean", "cone"]
         ppl_up = ppl["sink removed"] > ppl["clean"]
         noise_up = spread.loc["sink removed", "norm_cv"] > spread.loc["clean", "norm_cv"]
+        rises = {"cone": cone_up, "PPL": ppl_up, "noise": noise_up}
+        if all(rises.values()):
+            removal_verdict = "holds"
+        elif not (cone_up or ppl_up):  # neither of the paper's two main effects
+            removal_verdict = "does not hold"
+        else:
+            removal_verdict = "inconclusive: " + ", ".join(
+                f"{what} {'rises' if up else 'does not rise'}" for what, up in rises.items()
+            )
         return [
             Claim(
                 "decomposition",
@@ -582,19 +592,9 @@ class ContributionExperiment(PaperExperiment):
                 f"direction) {spread.loc['clean', 'cone']:.2f} -> {spread.loc['sink removed', 'cone']:.2f}; "
                 f"norm CV {spread.loc['clean', 'norm_cv']:.2f} -> "
                 f"{spread.loc['sink removed', 'norm_cv']:.2f}",
-                "holds" if cone_up and ppl_up and noise_up else "does not hold"
-                if not (cone_up or ppl_up) else "inconclusive: " + ", ".join(
-                    f"{what} {'rises' if up else 'does not rise'}"
-                    for what, up in (("cone", cone_up), ("PPL", ppl_up), ("noise", noise_up))
-                ),
+                removal_verdict,
             ),
         ]  # fmt: skip
-
-
-def _nll(logits: torch.Tensor, ids: torch.Tensor) -> float:
-    return torch.nn.functional.cross_entropy(
-        logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction="sum"
-    ).item()
 
 
 def _pool_cosines(rows: list[dict]) -> dict:
