@@ -8,11 +8,12 @@ STAMP := $(VENV)/.installed
 SCALE ?=
 NOTEBOOKS ?=
 NPROC ?=
+comma := ,
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 
-.PHONY: help env reproduce gpu-check test lint format store-notebooks clean
+.PHONY: help env reproduce plan gpu-check test lint format store-notebooks clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -31,6 +32,9 @@ $(STAMP): pyproject.toml
 reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS, NPROC) into build/, figures into figures/<scale>/
 	$(PY) -m attnlab.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) \
 		$(if $(NPROC),--nproc $(NPROC))
+
+plan: $(STAMP) ## before a long run: every model a scale trains, its FLOPs and hours (SCALE, default gpu)
+	$(PY) -m attnlab.plan --scale $(or $(SCALE),gpu) $(if $(NOTEBOOKS),--notebooks $(subst $(comma), ,$(NOTEBOOKS)))
 
 gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's gpu-scale training
 	$(PY) -m attnlab.gpu_check

@@ -113,3 +113,22 @@ def test_bf16_autocast_trains_and_precision_is_validated(data):
     assert result.model.wte.weight.dtype == torch.float32  # weights stay fp32 under autocast
     with pytest.raises(ValueError, match="precision"):
         TrainConfig(precision="fp8")
+
+
+def test_compiled_training_matches_eager_for_every_attention_kind(data):
+    """The gpu and paper presets compile the model (torch.compile, inductor): on the CPU the compiled steps
+    must give the eager losses and weights, with one layer of each attention kind in the model."""
+    model = GPTConfig(
+        n_layer=4, d_model=32, n_head=2, head_dim=16, block_size=32, attn=("sa", "xsa", "sd", "linear")
+    )
+    cfg = TrainConfig(**{**CFG.to_dict(), "steps": 4, "eval_every": 2})
+    eager = train(model, cfg, data, device="cpu", progress=False)
+    compiled = train(
+        model, TrainConfig(**{**cfg.to_dict(), "compile": True}), data, device="cpu", progress=False
+    )
+    assert eager.history["train_loss"] == pytest.approx(compiled.history["train_loss"], abs=1e-5)
+    assert eager.history["val_loss"] == pytest.approx(compiled.history["val_loss"], abs=1e-5)
+    for (name, p), q in zip(
+        eager.model.state_dict().items(), compiled.model.state_dict().values(), strict=True
+    ):
+        torch.testing.assert_close(p, q, atol=1e-5, rtol=1e-4, msg=name)

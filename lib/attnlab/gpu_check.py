@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.cache import RunSpec
-from attnlab.model import GPT, GPTConfig
 from attnlab.params import SCALES
+from attnlab.plan import flops_per_token
 from attnlab.train import train
 
 # Dense bf16 tensor-core peaks (TFLOP/s, no sparsity), matched in order against torch.cuda.get_device_name().
@@ -67,16 +67,6 @@ def cases(scale: str) -> list[Case]:
     qa_as_lm = replace(squad.train, seq_len=squad.model.block_size)
     out.append(Case("qk_speed", "SQuAD", "sa", RunSpec(squad.model, qa_as_lm)))
     return out
-
-
-def flops_per_token(cfg: GPTConfig, seq_len: int) -> float:
-    """Training FLOPs per token: 6 x the matmul parameters (the output projection included, tied or not)
-    plus 12 x heads x head dim x context per layer for the attention scores and mix (PaLM, appendix B)."""
-    with torch.device("meta"):
-        n = GPT(cfg).num_params()
-    if cfg.tie_embeddings:
-        n += cfg.d_model * cfg.vocab_size
-    return 6 * n + 12 * cfg.n_head * sum(cfg.layer_head_dims) * seq_len
 
 
 def peak_tflops(device: torch.device, override: float | None) -> float | None:

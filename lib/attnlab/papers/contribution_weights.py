@@ -40,6 +40,7 @@ from attnlab.metrics import IMPORTANCE_MEASURES, contribution_weights
 from attnlab.model import GPTConfig
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.params import ParameterError, check_device, check_scale, check_subset
+from attnlab.plan import PlannedRun
 from attnlab.sinks import convex_fit, decomposition, output_spread, sink_rate_and_norm, sink_value_cosines
 from attnlab.tasks import answer_text, load_task
 from attnlab.train import TrainConfig
@@ -372,6 +373,11 @@ class ContributionExperiment(PaperExperiment):
         return lm, pd.DataFrame(result).assign(text=own.corpus)
 
     # cost -------------------------------------------------------------------------------------------------
+
+    def planned_runs(self) -> dict[str, PlannedRun]:
+        """The notebook's one training run, this project's GPT, for :mod:`attnlab.plan`."""
+        own = self.preset.own
+        return {"own GPT": PlannedRun.from_spec(RunSpec(own.model, own.train, own.corpus))}
 
     def cost(self) -> pd.DataFrame:
         """Time and peak memory of ``contribution_weights`` vs a naive implementation that materialises the

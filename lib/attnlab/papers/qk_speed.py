@@ -10,6 +10,7 @@ larger learning rate with proportionally fewer SGD steps at ``cpu`` scale, fewer
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import statistics
@@ -29,6 +30,7 @@ from attnlab.metrics import attention_confidence, attention_mass, dtap_histogram
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.params import ParameterError, check_device, check_scale, check_seeds
+from attnlab.plan import PlannedRun
 from attnlab.synthetic import sample_batch, seeded_generator
 from attnlab.text_tasks import (
     DatasetUnavailable,
@@ -100,6 +102,9 @@ class DynamicsSetup:
     loss_stop: float = 1e-4
     dtau: float = 10.0
     record_every: int = 50
+
+
+SVA_ITEMS = 500  # Linzen et al. items in BIG-bench
 
 
 @dataclass(frozen=True)
@@ -429,6 +434,48 @@ class QKSpeedExperiment(PaperExperiment):
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
             list(pool.map(partial(_store, kind, train), missing))
 
+    def _fig2_jobs(self) -> list[tuple[CircuitRun, int, dict]]:
+        c = self.preset.circuits
+        return [
+            (
+                run,
+                seed,
+                self._circuit_config(run.kind, c.lr * run.qk_factor, c.lr, run.qk_ramp, run.seq_len, seed),
+            )
+            for run in fig2_runs(c)
+            for seed in self.seeds
+        ]
+
+    def _ratio_jobs(self) -> list[tuple[float, int, dict]]:
+        c = self.preset.circuits
+        return [
+            (ratio, seed, self._circuit_config("fafo", c.lr * ratio, c.lr, (1.0, 1.0), c.seq_len, seed))
+            for ratio in c.ratios
+            for seed in self.seeds[: self.preset.ratio_seeds]
+        ]
+
+    def _fig3_jobs(self) -> list[dict]:
+        f = self.preset.fixed
+        jobs = []
+        for factorised in (True, False):
+            for alpha in f.alphas:
+                other = alpha + f.step if alpha + f.step <= 1.0 else alpha - f.step
+                jobs.append(dict(
+                    alpha=alpha, other=other, factorised=factorised, epochs=f.epochs, lr=f.lr,
+                    batches_per_epoch=f.batches_per_epoch, eval_size=f.eval_size, seed=self.seeds[0],
+                ))  # fmt: skip
+        return jobs
+
+    def circuit_steps(self) -> int:
+        """SGD steps of the circuit and fixed-attention runs (Figs. 2-3, the ratio sweep), distinct runs once,
+        every circuit run counted to ``max_epochs`` (an upper bound: they stop at ``loss_stop``). These train
+        on the CPU, one core per run, ``workers`` at a time; for :mod:`attnlab.plan`."""
+        circuits = {
+            json.dumps(cfg, sort_keys=True): cfg for *_, cfg in self._fig2_jobs() + self._ratio_jobs()
+        }
+        steps = sum(cfg["max_epochs"] * cfg["batches_per_epoch"] for cfg in circuits.values())
+        return steps + sum(cfg["epochs"] * cfg["batches_per_epoch"] for cfg in self._fig3_jobs())
+
     def _circuit(self, config: dict) -> dict:
         """Train (or load) one circuit run and evaluate it on held-out sequences (stream 2 of its seed)."""
         result = self._cached("circuit", config, partial(_train_circuit, config), code=_CIRCUIT_CODE)
@@ -448,16 +495,7 @@ class QKSpeedExperiment(PaperExperiment):
     def fig2(self) -> pd.DataFrame:
         """Train (or load) every Fig. 2 configuration for every seed; one row per (run, seed, test example):
         distinct-token attention mass, true-label probability, correct."""
-        c = self.preset.circuits
-        jobs = [
-            (
-                run,
-                seed,
-                self._circuit_config(run.kind, c.lr * run.qk_factor, c.lr, run.qk_ramp, run.seq_len, seed),
-            )
-            for run in fig2_runs(c)
-            for seed in self.seeds
-        ]
+        jobs = self._fig2_jobs()
         self._prefetch("circuit", _train_circuit, [cfg for _, _, cfg in jobs])
         frames = []
         for run, seed, cfg in jobs:
@@ -501,12 +539,7 @@ class QKSpeedExperiment(PaperExperiment):
     def ratio_sweep(self) -> pd.DataFrame:
         """FAFO at eta_QK / eta_OV = each ratio (eta_OV the shared LR): per (ratio, seed) the mean
         distinct-token attention mass and the accuracy on held-out sequences."""
-        c = self.preset.circuits
-        jobs = [
-            (ratio, seed, self._circuit_config("fafo", c.lr * ratio, c.lr, (1.0, 1.0), c.seq_len, seed))
-            for ratio in c.ratios
-            for seed in self.seeds[: self.preset.ratio_seeds]
-        ]
+        jobs = self._ratio_jobs()
         self._prefetch("circuit", _train_circuit, [cfg for _, _, cfg in jobs])
         rows = []
         for ratio, seed, cfg in jobs:
@@ -531,22 +564,7 @@ class QKSpeedExperiment(PaperExperiment):
         seed; ``fd`` is the finite difference (L(alpha) - L(alpha + d)) / d of the same model (backward
         difference (L(alpha - d) - L(alpha)) / d at alpha = 1)."""
         f = self.preset.fixed
-        seed = self.seeds[0]
-        jobs = []
-        for factorised in (True, False):
-            for alpha in f.alphas:
-                other = alpha + f.step if alpha + f.step <= 1.0 else alpha - f.step
-                config = dict(
-                    alpha=alpha,
-                    other=other,
-                    factorised=factorised,
-                    epochs=f.epochs,
-                    lr=f.lr,
-                    batches_per_epoch=f.batches_per_epoch,
-                    eval_size=f.eval_size,
-                    seed=seed,
-                )
-                jobs.append(config)
+        jobs = self._fig3_jobs()
         self._prefetch("fixed_attention", _train_fixed, jobs)
         rows = []
         for config in jobs:
@@ -711,6 +729,27 @@ class QKSpeedExperiment(PaperExperiment):
             for (v, s), g in frame.groupby(["variant", "seed"], sort=False)
         ]
         return pd.DataFrame(rows)
+
+    def planned_runs(self) -> dict[str, PlannedRun]:
+        """The GPT training runs of the notebook, for :mod:`attnlab.plan`, at an upper bound of their tokens
+        (every sequence as long as the context: batches are padded to their longest sequence). The circuit and
+        fixed-attention runs are tiny models on the CPU and are not counted."""
+        p, q = self.preset.sva, self.preset.squad
+        items = p.limit or SVA_ITEMS
+        runs = {}
+        for variant in VARIANTS:
+            for seed in self.preset.sva_seeds:
+                tokens = p.epochs * 2 * items * p.model.block_size  # two sentences (verb forms) per item
+                runs[f"SVA {variant} seed {seed}"] = PlannedRun(
+                    p.model, p.model.block_size, tokens, f"sva {variant} {seed}"
+                )
+            for seed in self.preset.squad_seeds:
+                t = q.train
+                tokens = t.steps * t.batch_size * q.model.block_size
+                runs[f"SQuAD {variant} seed {seed}"] = PlannedRun(
+                    q.model, q.model.block_size, tokens, f"squad {variant} {seed}"
+                )
+        return runs
 
     # SQuAD -------------------------------------------------------------------------------------------------
 

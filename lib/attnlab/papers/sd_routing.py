@@ -26,6 +26,7 @@ from attnlab.launch import launch
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.params import ParameterError, check_device, check_scale, check_seeds, check_subset
+from attnlab.plan import PlannedRun
 from attnlab.routing import (
     head_dims_from_rank,
     linearised,
@@ -401,6 +402,29 @@ class SDExperiment(PaperExperiment):
                     "ppl change %": _pct(math.exp(loss), math.exp(base)),
                 })  # fmt: skip
         return pd.DataFrame(rows)
+
+    def planned_runs(self) -> dict[str, PlannedRun]:
+        """Every training run of the notebook, for :mod:`attnlab.plan`. The reallocated model's head dims come
+        from measured ranks and are at most the uniform ones: it is counted at the uniform model's cost."""
+        specs = {
+            f"{size} {variant} seed {seed}": self.spec(size, variant, seed)
+            for size in self.sizes
+            for seed in self.seeds
+            for variant in VARIANTS
+        }
+        specs |= {
+            f"{self.probe} {variant} first {k} linear seed {seed}": self.spec(self.probe, variant, seed, k)
+            for variant in ("sa", "sd")
+            for seed in self.seeds
+            for k in self.preset.retrain_linear
+        }
+        runs = {label: PlannedRun.from_spec(spec) for label, spec in specs.items()}
+        for seed in self.seeds:
+            uniform = PlannedRun.from_spec(self.spec(self.probe, "sd", seed))
+            runs[f"{self.probe} sd reallocated seed {seed}"] = replace(
+                uniform, key=uniform.key + " reallocated"
+            )
+        return runs
 
     # Linearisation ------------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from attnlab.metrics import similarity_bias_by_layer
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.params import check_device, check_scale, check_seeds, check_subset
+from attnlab.plan import PlannedRun
 from attnlab.tasks import TASKS, accuracy, load_task
 from attnlab.train import TrainConfig, TrainResult, validation_windows
 
@@ -333,6 +334,30 @@ class XSAExperiment(PaperExperiment):
             (kind, seed, n): self.sweep_spec(kind, seed, lr, n_sink=n)
             for n in self.preset.sweep.sinks for seed in self.seeds for kind in KINDS
         })  # fmt: skip
+
+    def planned_runs(self) -> dict[str, PlannedRun]:
+        """Every training run of the notebook (Figs. 3-6), for :mod:`attnlab.plan`. Figs. 5-6 train at the
+        grid's best LR, known only after Fig. 4; the cost does not depend on it, so the base LR stands in."""
+        lr = self.preset.sweep.size.train.lr
+        specs = {
+            f"{size} {kind} seed {seed}": self.spec(size, kind, seed)
+            for size in self.sizes
+            for seed in self.seeds
+            for kind in KINDS
+        }
+        for seed in self.seeds:
+            for kind in KINDS:
+                specs |= {
+                    f"lr={x:g} {kind} seed {seed}": self.sweep_spec(kind, seed, x)
+                    for x in self.preset.sweep.lrs
+                }
+                specs |= {
+                    f"seq_len={x} {kind} seed {seed}": self.sweep_spec(kind, seed, lr, seq_len=x)
+                    for x in self.preset.sweep.seq_lens
+                }
+                specs |= {f"n_sink={x} {kind} seed {seed}": self.sweep_spec(kind, seed, lr, n_sink=x)
+                          for x in self.preset.sweep.sinks}  # fmt: skip
+        return {label: PlannedRun.from_spec(spec) for label, spec in specs.items()}
 
     # Table 2 ------------------------------------------------------------------------------------------
 
