@@ -15,7 +15,7 @@ import torch.multiprocessing as mp
 
 from attnlab import cache, distributed, shards
 from attnlab.cache import RunSpec, corpus_tokens
-from attnlab.launch import DIVERGED, launch, main
+from attnlab.launch import DIVERGED, launch, main, micro_rows
 from attnlab.model import GPTConfig
 from attnlab.train import TrainConfig, TrainingDiverged, train
 
@@ -133,6 +133,17 @@ def test_a_batch_that_does_not_split_evenly_is_refused():
         distributed.Context(rank=0, world_size=3).shard(4)
     with pytest.raises(ValueError, match="micro_batch=3 does not divide the 4 rows"):
         train(MODEL, CFG, _data(), device="cpu", progress=False, micro_batch=3)
+
+
+def test_a_micro_batch_above_the_rows_is_one_pass_and_token_budgets_become_rows():
+    whole = train(MODEL, CFG, _data(), device="cpu", progress=False)
+    capped = train(MODEL, CFG, _data(), device="cpu", progress=False, micro_batch=64)
+    assert capped.history == whole.history
+    # a preset's tokens per pass: the same memory at every context length, never less than one row
+    assert [micro_rows(T, 8 * 2048) for T in (512, 2048, 16384, 32768)] == [32, 8, 1, 1]
+    assert micro_rows(512, None) is None
+    with pytest.raises(ValueError, match="micro_tokens"):
+        micro_rows(512, 0)
 
 
 @pytest.fixture(scope="module")

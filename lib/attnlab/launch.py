@@ -149,6 +149,16 @@ def nproc_default() -> int:
     return int(os.environ.get(NPROC_ENV, "1"))
 
 
+def micro_rows(seq_len: int, micro_tokens: int | None) -> int | None:
+    """Rows per forward pass that hold at most ``micro_tokens`` tokens of ``seq_len`` (at least one row):
+    a preset's memory budget per pass, the same whatever the context of a run. None: all rows at once."""
+    if micro_tokens is None:
+        return None
+    if micro_tokens < 1:
+        raise ValueError(f"micro_tokens must be positive, got {micro_tokens}")
+    return max(1, micro_tokens // seq_len)
+
+
 def launch(
     spec: RunSpec,
     *,
@@ -157,15 +167,16 @@ def launch(
     label: str = "run",
     progress: bool = True,
     fsdp: bool = False,
-    micro_batch: int | None = None,
+    micro_tokens: int | None = None,
 ) -> TrainResult:
     """Train ``spec`` through the results cache, as :func:`attnlab.cache.train_cached` does, with ``nproc``
     processes on this node (default: :func:`nproc_default`). With more than one, and no cached result, it
     runs ``torchrun --standalone --nproc_per_node <nproc> -m attnlab.train`` and relays its output, then loads
-    the run it stored; with one it trains in this process. ``fsdp`` and ``micro_batch``: as in
-    :func:`attnlab.train.train`. A run that diverges raises :class:`attnlab.train.TrainingDiverged` either
-    way."""
+    the run it stored; with one it trains in this process. ``fsdp``: as in :func:`attnlab.train.train`;
+    ``micro_tokens``: tokens per forward pass on each process (see :func:`micro_rows`). A run that diverges
+    raises :class:`attnlab.train.TrainingDiverged` either way."""
     nproc = nproc_default() if nproc is None else nproc
+    micro_batch = micro_rows(spec.train.seq_len, micro_tokens)
     if nproc < 1:
         raise ValueError(f"nproc must be at least 1, got {nproc}")
     dev = resolve_device(device)

@@ -232,12 +232,13 @@ def train(
     DistributedDataParallel, or with ``fsdp`` FSDP-sharded; losses are averaged over the ranks, only rank 0
     writes checkpoints and shows progress, and every rank resumes from the same checkpoint. With ``fsdp`` the
     returned model on rank 0 is a full copy on the CPU (the other ranks get their shards). ``micro_batch``
-    rows per forward pass (default: all of a rank's rows) accumulate the gradient of a step in several passes.
+    rows per forward pass (default, or when larger: all of a rank's rows) accumulate the gradient of a step
+    in several passes.
     """
     ctx, dev = distributed.setup(resolve_device(device))
     rows = ctx.shard(cfg.batch_size)  # this rank's rows of every global batch
     local_rows = rows.stop - rows.start
-    micro = micro_batch or local_rows
+    micro = min(micro_batch or local_rows, local_rows)
     if local_rows % micro:
         raise ValueError(f"micro_batch={micro} does not divide the {local_rows} rows per process")
     torch.manual_seed(cfg.seed)

@@ -121,7 +121,7 @@ class Preset:
     models: tuple[str, ...]  # pretrained models analysed
     bench: Bench
     corpus: str = "shakespeare"  # a corpus name, or a folder of token shards (``python -m attnlab.shards``)
-    micro_batch: int | None = None  # rows per forward pass per process (gradient accumulation); None = all
+    micro_tokens: int | None = None  # tokens per forward pass per process (gradient accumulation); None = all
 
 
 GPU = {"precision": "bf16", "compile": True}
@@ -183,7 +183,7 @@ PRESETS: dict[str, Preset] = {
         },
         probe="12L-768d", retrain_linear=(2, 4, 7), min_head_dim=8, seeds=(0, 1), eval_windows=1024,
         models=("minilm", "smollm2"),
-        bench=Bench(seq_lens=(1024, 2048, 4096, 8192), batch_size=8, repeats=20), micro_batch=8,
+        bench=Bench(seq_lens=(1024, 2048, 4096, 8192), batch_size=8, repeats=20), micro_tokens=8 * 1024,
     ),
 }  # fmt: skip
 
@@ -237,7 +237,7 @@ class SDExperiment(PaperExperiment):
     def _train(self, spec: RunSpec, label: str) -> TrainResult | None:
         """The cached run, or None when it diverged (reported by ``diverged``)."""
         try:
-            return launch(spec, device=self.device, label=label, micro_batch=self.preset.micro_batch)
+            return launch(spec, device=self.device, label=label, micro_tokens=self.preset.micro_tokens)
         except TrainingDiverged as err:
             print(f"{label}: {err}")
             return None

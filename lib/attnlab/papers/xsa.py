@@ -85,7 +85,7 @@ class Preset:
     bench: Bench
     task_limit: int | None  # examples per zero-shot task (Table 2); None = all
     corpus: str = "shakespeare"  # a corpus name, or a folder of token shards (``python -m attnlab.shards``)
-    micro_batch: int | None = None  # rows per forward pass per process (gradient accumulation); None = all
+    micro_tokens: int | None = None  # tokens per forward pass per process (gradient accumulation); None = all
 
 
 # The GPU presets train in bfloat16 autocast with a compiled model, as the paper's runs would.
@@ -166,7 +166,8 @@ PRESETS: dict[str, Preset] = {
             head_dim=128, repeats=20,
         ),
         task_limit=None,
-        micro_batch=8,  # 256 x 2048 tokens per step do not fit one pass on one GPU
+        micro_tokens=8 * 2048,  # 256 x 2048 tokens per step do not fit one pass on one GPU; 16K-token
+        # rows of the sequence-length sweep pass one at a time
     ),
 }  # fmt: skip
 
@@ -192,7 +193,7 @@ class XSAExperiment(PaperExperiment):
     device: str
 
     def _train(self, spec: RunSpec, label: str) -> TrainResult:
-        return launch(spec, device=self.device, label=label, micro_batch=self.preset.micro_batch)
+        return launch(spec, device=self.device, label=label, micro_tokens=self.preset.micro_tokens)
 
     # Table 1 and Fig. 3 -------------------------------------------------------------------------------
 
