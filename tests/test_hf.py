@@ -165,6 +165,28 @@ def test_tiny_llama_intervention_output_is_the_rescaled_sum():
     _check_capture({1: records[1]}, seen, n_heads=6)  # later layers: captured on the intervened pass
 
 
+def test_tiny_llama_in_bfloat16_captures_intervenes_and_gives_float32_contributions():
+    """The gpu and paper presets load the pretrained model in bfloat16."""
+    model = _tiny_llama().to(torch.bfloat16)
+    ids = torch.randint(0, 64, (2, 9), generator=torch.Generator().manual_seed(1))
+    pair = torch.rand(2, 9, 9, generator=torch.Generator().manual_seed(2)) < 0.4
+    scale = hf.value_scale(pair, n_heads=6)
+    seen, handles = _attention_io(model)
+    logits, records = hf.capture(model, ids)
+    clean_out = seen[0][1].float()
+    _, scaled = hf.capture(model, ids, scales={0: scale})
+    for h in handles:
+        h.remove()
+    torch.testing.assert_close(logits, model(ids).logits, rtol=0, atol=0)
+    for rec, want_scale, out in ((records[0], 1.0, clean_out), (scaled[0], scale, seen[0][1].float())):
+        assert rec["pattern"].dtype == rec["values"].dtype == torch.bfloat16
+        recon = ((rec["pattern"].float() * want_scale) @ rec["values"].float()).sum(1) + rec["o_bias"].float()
+        assert (recon - out).abs().max() <= 1e-2 * out.abs().max()  # bf16 rounding, not a wrong formula
+    c = contribution_weights(records[0]["pattern"], records[0]["values"])
+    assert c.dtype == torch.float32
+    torch.testing.assert_close(c.sum(-1), torch.ones(2, 6, 9), atol=1e-5, rtol=0)
+
+
 # ----------------------------------------------------------------------------------------------
 # this project's GPT
 

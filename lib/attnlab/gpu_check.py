@@ -2,7 +2,7 @@
 :func:`attnlab.train.train` at ``gpu`` scale for a few hundred steps, on random tokens (throughput does not
 depend on the text), with the precision and compilation of their presets.
 
-    python -m attnlab.gpu_check                          # CUDA; under 8 minutes on one H100 / H200
+    python -m attnlab.gpu_check                          # CUDA; starts no model after --budget-s (360 s)
     python -m attnlab.gpu_check --device cpu --steps 5   # the same code on the CPU, smoke-scale models
 
 The models: XSA's sizes as SA and XSA; S-D routing's probe size in each variant; the contribution-weights
