@@ -65,3 +65,12 @@ def test_command_line_prints_the_totals(capsys):
     assert "total" in out and "circuit steps at most" in out
     with pytest.raises(SystemExit):
         plan.main(["--mfu", "1.5"])
+
+
+def test_notebook_line_counts_shared_runs_once():
+    runs = xsa.configure(scale="smoke", device="cpu").planned_runs()
+    frame = plan.plan("smoke", ["xsa"])
+    line = plan.describe(runs)
+    assert len(runs) > len(frame)  # the sweeps' shared base runs appear under two labels
+    assert line.startswith(f"trains {len(frame)} models on {round(frame['tokens_M'].sum() * 1e6):,} tokens")
+    assert "circuit" not in line and "1,920 circuit SGD steps" in plan.describe(runs, 1920)

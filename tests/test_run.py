@@ -1,5 +1,6 @@
 """The runner rejects bad parameters before any compute, with a clear message."""
 
+import json
 import os
 
 import pytest
@@ -74,3 +75,23 @@ def test_nproc_reaches_the_notebook_kernels_through_the_environment(monkeypatch,
     assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--nproc", "4", "--quiet"]) == 0
     assert seen == ["4"]
     assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--nproc", "0"]) == 2
+
+
+def test_stored_notebooks_keep_outputs_but_not_timings_or_widgets(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    bar = {"output_type": "display_data", "metadata": {},
+           "data": {run.WIDGET_VIEW: {"model_id": "ab12"}, "text/plain": ["load:   0%|"]}}  # fmt: skip
+    text = {"output_type": "stream", "name": "stdout", "text": ["loss 3.1\n"]}
+    nb = {
+        "metadata": {"papermill": {"duration": 3.2}, "widgets": {"state": {"ab12": {}}}, "kernelspec": {}},
+        "cells": [
+            {"cell_type": "code", "metadata": {"execution": {"t": 1}, "tags": ["x"]}, "outputs": [bar, text]},
+            {"cell_type": "markdown", "metadata": {}, "source": ["# A"]},
+        ],
+    }
+    path.write_text(json.dumps(nb))
+    run.strip_noise(path)
+    out = json.loads(path.read_text())
+    assert out["metadata"] == {"kernelspec": {}}
+    assert out["cells"][0] == {"cell_type": "code", "metadata": {"tags": ["x"]}, "outputs": [text]}
+    assert out["cells"][1] == nb["cells"][1]

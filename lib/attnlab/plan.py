@@ -74,6 +74,17 @@ def notebook_runs(notebook: str, scale: str) -> dict[str, PlannedRun]:
     return importlib.import_module(NOTEBOOKS[notebook]).configure(scale=scale, device="cpu").planned_runs()
 
 
+def describe(runs: dict[str, PlannedRun], circuit_steps: int = 0) -> str:
+    """One line for a notebook: how many models it trains (shared runs once), on how many tokens, with how
+    many training FLOPs; and its CPU circuit steps, if any."""
+    distinct = {run.key: run for run in runs.values()}.values()
+    tokens, flops = sum(r.tokens for r in distinct), sum(r.flops for r in distinct)
+    line = f"trains {len(distinct)} models on {tokens:,} tokens, {flops:.3g} FLOP"
+    if circuit_steps:
+        line += f", plus at most {circuit_steps:,} circuit SGD steps on the CPU"
+    return line + " (`make plan` for hours)"
+
+
 def plan(scale: str, notebooks: list[str]) -> pd.DataFrame:
     """One row per distinct training run: notebook, run, params (millions, embeddings included), tokens
     (millions) and PFLOPs."""

@@ -92,13 +92,21 @@ def execute(source: Path, target: Path, parameters: dict[str, object], log_outpu
     os.replace(partial, target)
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 def strip_noise(path: Path) -> None:
-    """Drop papermill's per-cell timing metadata so a stored notebook changes only when its outputs do."""
+    """Drop papermill's per-cell timing metadata, and the progress-bar widgets (their state, with random ids,
+    and their views, whose stored text is the bar at 0 %), so a stored notebook changes only when its outputs
+    do."""
     nb = json.loads(path.read_text())
     nb["metadata"].pop("papermill", None)
+    nb["metadata"].pop("widgets", None)
     for cell in nb["cells"]:
         cell["metadata"].pop("papermill", None)
         cell["metadata"].pop("execution", None)
+        if "outputs" in cell:
+            cell["outputs"] = [out for out in cell["outputs"] if WIDGET_VIEW not in out.get("data", {})]
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
