@@ -48,7 +48,7 @@ def test_bad_scale_is_rejected_by_the_cli(no_execution):
 
 def test_notebook_defaults_resolve_to_smoke():
     params = run.resolve_parameters("xsa", {})
-    assert params == {"scale": "smoke", "seeds": [], "device": "auto", "sizes": []}
+    assert params == {"scale": "smoke", "seeds": [], "device": "auto", "sizes": [], "corpus": ""}
     assert run.resolve_parameters("xsa", {"scale": "cpu"})["scale"] == "cpu"
 
 

@@ -111,6 +111,9 @@ def test_gpt2_tokenizer_from_a_local_folder_and_the_byte_fallback(tmp_path, monk
     train = shards.open_shards(folder)["train"]
     assert train[torch.arange(len(train))].tolist() == [2, 3, 1, 0]  # "ab", <|endoftext|>, "b", "a"
     assert shards.read_meta(folder)["vocab_size"] == 4
+    # evaluation text is encoded as the shards were: the same BPE, found again from shards.json
+    tok = shards.shard_tokenizer(shards.read_meta(folder))
+    assert [t.tolist() for t in tok.encode(["abba", "ab"])] == [[2, 1, 0], [2]]
 
     (tmp_path / "empty").mkdir()
     with pytest.raises(OSError, match="no GPT-2 tokenizer files"):  # transformers would load an empty BPE

@@ -1,5 +1,6 @@
 """Multiple-choice scoring against a one-sequence-at-a-time reference."""
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -8,9 +9,9 @@ from attnlab.model import GPT, GPTConfig
 from attnlab.tasks import MultipleChoice, accuracy, choice_logprobs
 
 
-def reference_logprob(model: GPT, prompt: str, choice: str) -> float:
-    tok = ByteTokenizer()
-    context, answer = tok.encode("\n" + prompt).long(), tok.encode(choice).long()
+def reference_logprob(model: GPT, prompt: str, choice: str, encode=None) -> float:
+    encode = encode or ByteTokenizer().encode
+    context, answer = encode("\n" + prompt).long(), encode(choice).long()
     seq = torch.cat((context, answer))[None]
     logits, _ = model(seq[:, :-1])
     logp = F.log_softmax(logits, -1)[0]
@@ -46,3 +47,25 @@ def test_long_context_is_cut_from_the_left():
     long = MultipleChoice("a" * 100 + "tail ", ("one", "two"), 0)
     short = MultipleChoice("a" * 40 + "tail ", ("one", "two"), 0)
     assert choice_logprobs(model, [long]) == choice_logprobs(model, [short])
+
+
+class CharMod:
+    """A stand-in for a corpus's tokenizer (``attnlab.shards`` interface): one id per character, mod 50."""
+
+    @staticmethod
+    def encode(texts: list[str]) -> list[np.ndarray]:
+        return [np.array([ord(c) % 50 for c in text]) for text in texts]
+
+
+def test_choices_are_encoded_with_the_corpus_tokenizer():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=50, n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=32))
+    items = [MultipleChoice("The keys ", ("are", "is"), 0), MultipleChoice("", ("yes", "no"), 1)]
+    scores = choice_logprobs(model, items, tokenizer=CharMod())
+
+    def encode(text: str) -> torch.Tensor:
+        return torch.from_numpy(CharMod.encode([text])[0])
+
+    for item, row in zip(items, scores, strict=True):
+        for choice, score in zip(item.choices, row, strict=True):
+            assert abs(score - reference_logprob(model, item.prompt, choice, encode)) < 1e-4

@@ -17,6 +17,7 @@ import torch
 
 from attnlab import data, distributed, paths, shards
 from attnlab.model import GPT, GPTConfig
+from attnlab.params import ParameterError
 from attnlab.train import TrainConfig, TrainResult, atomic_save, resolve_device, train
 
 # Modules whose source defines what a training run computes; editing any of them invalidates the cache.
@@ -51,6 +52,53 @@ def corpus_vocab_size(corpus: str) -> int:
     if corpus in data.corpus_names():
         return shards.ByteTokens.vocab_size
     return int(shards.read_meta(Path(corpus))["vocab_size"])
+
+
+def resolve_corpus(corpus: str) -> str:
+    """A corpus name as it is; a folder of token shards as an absolute path: taken as given when it exists
+    (absolute, or relative to the working directory), else inside the data folder (``data/``), where
+    ``python -m attnlab.shards ... --out data/shards/<name>`` writes."""
+    if corpus in data.corpus_names():
+        return corpus
+    path = Path(corpus).expanduser()
+    if path.is_absolute() or path.exists():
+        return str(path.resolve())
+    return str(paths.data_dir() / path)
+
+
+def corpus_parameter(corpus: object, default: str) -> str:
+    """A notebook's ``corpus`` parameter, resolved (:func:`resolve_corpus`); empty means ``default``."""
+    if not isinstance(corpus, str):
+        raise ParameterError(f"corpus must be a corpus name or a folder of token shards; got {corpus!r}")
+    return resolve_corpus(corpus or default)
+
+
+def corpus_tokenizer(corpus: str) -> shards.Tokenizer:
+    """The tokenizer of ``corpus``'s tokens, to encode evaluation text as its models read text."""
+    if corpus in data.corpus_names():
+        return shards.ByteTokens()
+    return shards.shard_tokenizer(shards.read_meta(Path(corpus)))
+
+
+def check_corpus(corpus: str, vocab_size: int) -> None:
+    """Fail with a :class:`attnlab.params.ParameterError` that says what to do, before any training, when
+    ``corpus`` is neither a corpus name nor a complete shard folder, or has more token ids than the models'
+    ``vocab_size``."""
+    if corpus in data.corpus_names():
+        return
+    if not (Path(corpus) / shards.META).is_file():
+        raise ParameterError(
+            f"corpus {corpus!r} is neither a corpus name ({', '.join(data.corpus_names())}) nor a folder of "
+            f"token shards ({shards.META} missing). Build them once with python -m attnlab.shards SOURCE "
+            f"--out {corpus} --tokenizer gpt2 (SOURCE: {', '.join(shards.SOURCES)}; needs the Hugging Face "
+            "hub), or pass a corpus name as the corpus parameter."
+        )
+    have = corpus_vocab_size(corpus)
+    if have > vocab_size:
+        raise ParameterError(
+            f"corpus {corpus!r} has {have} token ids, the models' vocabulary only {vocab_size}: use this "
+            "scale with a byte-token corpus, or a scale whose models have that vocabulary (paper)"
+        )
 
 
 @dataclass(frozen=True)

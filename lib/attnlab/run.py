@@ -70,7 +70,7 @@ def resolve_parameters(name: str, overrides: dict[str, object]) -> dict[str, obj
         known = ", ".join(f"{k} ({v['help']})" for k, v in declared.items())
         raise ParameterError(f"{name}: unknown parameter(s) {unknown}; this notebook takes: {known}")
     merged = {k: ast.literal_eval(v["default"]) for k, v in declared.items()} | overrides
-    importlib.import_module(NOTEBOOKS[name]).configure(**merged)
+    importlib.import_module(NOTEBOOKS[name]).configure(**merged).check_data()
     return merged
 
 

@@ -119,7 +119,10 @@ class GPT2Tokens:
         return [np.array(e.ids) for e in self._backend.encode_batch(texts, add_special_tokens=False)]
 
 
-def load_tokenizer(spec: str = "auto") -> ByteTokens | GPT2Tokens:
+Tokenizer = ByteTokens | GPT2Tokens  # encode(texts) -> token arrays; vocab_size; separator
+
+
+def load_tokenizer(spec: str = "auto") -> Tokenizer:
     """``"byte"``; ``"gpt2"`` (from the hub or its cache) or a folder with GPT-2 tokenizer files, an error
     if they cannot be loaded; ``"auto"``: GPT-2's tokenizer if it is in the local Hugging Face cache, else
     bytes."""
@@ -292,6 +295,17 @@ def read_meta(folder: Path) -> dict:
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path}: shard format {meta.get('format')!r}, this code reads {FORMAT}")
     return meta
+
+
+def shard_tokenizer(meta: dict) -> Tokenizer:
+    """The tokenizer a shard folder was written with (its ``shards.json``), to encode new text the same way;
+    GPT-2's from the local cache, where writing the shards put it."""
+    name = meta["tokenizer"]
+    if name == ByteTokens.name:
+        return ByteTokens()
+    if name.startswith("gpt2:"):
+        return GPT2Tokens(name.removeprefix("gpt2:"), local_files_only=True)
+    raise ValueError(f"unknown tokenizer {name!r} in {META}")
 
 
 def open_shards(folder: Path) -> dict[str, TokenShards]:

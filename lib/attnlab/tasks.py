@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from attnlab.artifacts import extract
-from attnlab.data import ByteTokenizer
 from attnlab.model import GPT
+from attnlab.shards import ByteTokens, Tokenizer
 
 _ROOT = "bigbench-1.0.0/bigbench/benchmark_tasks"
 
@@ -102,17 +103,25 @@ def tie_credit(scores: list[float], answer: int) -> float:
 
 
 @torch.no_grad()
-def choice_logprobs(model: GPT, items: list[MultipleChoice], batch_size: int = 64) -> list[list[float]]:
-    """Sum of the byte log-probabilities of each choice given "\\n" + prompt (the newline gives an empty
-    prompt a context); the context is cut from the left to fit the model's block size."""
-    tok = ByteTokenizer()
+def choice_logprobs(
+    model: GPT, items: list[MultipleChoice], batch_size: int = 64, tokenizer: Tokenizer | None = None
+) -> list[list[float]]:
+    """Sum of the token log-probabilities of each choice given "\\n" + prompt (the newline gives an empty
+    prompt a context); the context is cut from the left to fit the model's block size. ``tokenizer``: the
+    one of the model's training corpus (``attnlab.cache.corpus_tokenizer``; default bytes), applied to the
+    context and the choice separately."""
+    tok = tokenizer or ByteTokens()
+
+    def encode(text: str) -> torch.Tensor:
+        return torch.from_numpy(tok.encode([text])[0].astype(np.int64))
+
     device = next(model.parameters()).device
     block = model.cfg.block_size
     seqs, spans = [], []
     for item in items:
-        context = tok.encode("\n" + item.prompt)
+        context = encode("\n" + item.prompt)
         for choice in item.choices:
-            answer = tok.encode(choice)
+            answer = encode(choice)
             seq = torch.cat((context, answer))[-(block + 1) :]
             seqs.append(seq)
             spans.append(min(len(answer), len(seq) - 1))
@@ -135,8 +144,8 @@ def choice_logprobs(model: GPT, items: list[MultipleChoice], batch_size: int = 6
     return [[next(it) for _ in item.choices] for item in items]
 
 
-def accuracy(model: GPT, items: list[MultipleChoice]) -> float:
+def accuracy(model: GPT, items: list[MultipleChoice], tokenizer: Tokenizer | None = None) -> float:
     """Fraction of items whose correct choice has the highest log-likelihood; a tie for the highest counts
     as 1 / (number tied), the expected score of breaking it at random (the answer is often listed first)."""
-    rows = choice_logprobs(model, items)
+    rows = choice_logprobs(model, items, tokenizer=tokenizer)
     return sum(tie_credit(row, item.answer) for row, item in zip(rows, items, strict=True)) / len(items)

@@ -27,3 +27,7 @@ class PaperExperiment:
     def torch_device(self) -> torch.device:
         """The device the ``device`` parameter resolves to on this machine (``auto``: CUDA if available)."""
         return resolve_device(self.device)
+
+    def check_data(self) -> None:
+        """Fail with a clear message, before any compute, when data the experiment trains on is missing
+        (the runner calls it for every notebook before running any; training calls it first)."""

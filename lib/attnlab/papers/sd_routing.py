@@ -19,9 +19,8 @@ import pandas as pd
 import torch
 
 from attnlab.benchmark import block_cost
-from attnlab.cache import RunSpec, cached_result
+from attnlab.cache import RunSpec, cached_result, check_corpus, corpus_parameter, corpus_tokens
 from attnlab.claims import Claim
-from attnlab.data import load_tokens
 from attnlab.launch import launch
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
@@ -171,8 +170,8 @@ PRESETS: dict[str, Preset] = {
         probe="12L-768d", retrain_linear=(2, 4, 7), min_head_dim=8, seeds=(0,), eval_windows=256,
         models=("minilm", "smollm2"), bench=Bench(seq_lens=(512, 1024, 2048, 4096), batch_size=8, repeats=20),
     ),
-    # The paper's range, 7M-355M, with the GPT-2 vocabulary so the counts are exact (byte tokens until a BPE
-    # corpus is wired).
+    # The paper's range, 7M-355M, on OpenWebText in GPT-2 tokens (shards built once with python -m
+    # attnlab.shards), so the parameter counts are exact.
     "paper": Preset(
         sizes={
             name: _paper_size(name, 20_000, 64, 1024, lr, GPT2_VOCAB)
@@ -184,6 +183,7 @@ PRESETS: dict[str, Preset] = {
         probe="12L-768d", retrain_linear=(2, 4, 7), min_head_dim=8, seeds=(0, 1), eval_windows=1024,
         models=("minilm", "smollm2"),
         bench=Bench(seq_lens=(1024, 2048, 4096, 8192), batch_size=8, repeats=20), micro_tokens=8 * 1024,
+        corpus="shards/openwebtext-gpt2",
     ),
 }  # fmt: skip
 
@@ -234,6 +234,10 @@ class SDExperiment(PaperExperiment):
         lr_scale = {"interaction": INTERACTION_LR_SCALE} if kind == "sd" and linear < n else {}
         return RunSpec(model, replace(s.train, seed=seed, lr_scale=lr_scale), self.preset.corpus)
 
+    def check_data(self) -> None:
+        """The corpus exists, with no more token ids than the models' vocabulary."""
+        check_corpus(self.preset.corpus, min(self.preset.sizes[n].model.vocab_size for n in self.sizes))
+
     def _train(self, spec: RunSpec, label: str) -> TrainResult | None:
         """The cached run, or None when it diverged (reported by ``diverged``)."""
         try:
@@ -244,6 +248,7 @@ class SDExperiment(PaperExperiment):
 
     def train_all(self) -> Runs:
         """SA, S-D and S-D without LayerNorm at every size and seed; diverged runs are left out."""
+        self.check_data()
         runs = {}
         for size in self.sizes:
             for seed in self.seeds:
@@ -282,7 +287,7 @@ class SDExperiment(PaperExperiment):
     def _windows(self, size: str) -> torch.Tensor:
         seq = self.preset.sizes[size].train.seq_len
         return validation_windows(
-            load_tokens(self.preset.corpus)["validation"], self.preset.eval_windows, seq
+            corpus_tokens(self.preset.corpus)["validation"], self.preset.eval_windows, seq
         )
 
     def _loss(self, model: GPT, size: str) -> float:
@@ -811,12 +816,16 @@ def configure(
     device: str = "auto",
     sizes: list[str] | tuple[str, ...] = (),
     models: list[str] | tuple[str, ...] = (),
+    corpus: str = "",
 ) -> SDExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``models``: the
     pretrained models to analyse ("smollm2", "minilm", a Hugging Face folder or a cached hub name); empty: the
-    preset's."""
+    preset's. ``corpus``: a corpus name or a folder of token shards (``python -m attnlab.shards``; a relative
+    folder is looked up in the data folder too); empty: the preset's, OpenWebText in GPT-2 tokens at paper
+    scale."""
     scale = check_scale(scale)
     preset = PRESETS[scale]
+    preset = replace(preset, corpus=corpus_parameter(corpus, preset.corpus))
     if not isinstance(models, (list, tuple)) or not all(isinstance(m, str) and m for m in models):
         raise ParameterError(f"models must be a list of model names or folders; got {models!r}")
     return SDExperiment(

@@ -15,9 +15,8 @@ import pandas as pd
 import torch
 
 from attnlab.benchmark import block_cost
-from attnlab.cache import RunSpec
+from attnlab.cache import RunSpec, check_corpus, corpus_parameter, corpus_tokenizer, corpus_tokens
 from attnlab.claims import Claim, verdict_below_zero
-from attnlab.data import load_tokens
 from attnlab.launch import launch
 from attnlab.metrics import similarity_bias_by_layer
 from attnlab.model import GPT, GPTConfig
@@ -152,7 +151,8 @@ PRESETS: dict[str, Preset] = {
         ),
         task_limit=None,
     ),
-    # The paper's Table 1 configurations, schedule and sweeps (byte tokens until a BPE corpus is wired).
+    # The paper's Table 1 configurations, schedule and sweeps, on FineWeb in GPT-2 tokens (shards built once
+    # with python -m attnlab.shards; see check_corpus).
     "paper": Preset(
         sizes=PAPER_TABLE1,
         seeds=(0,),
@@ -166,6 +166,7 @@ PRESETS: dict[str, Preset] = {
             head_dim=128, repeats=20,
         ),
         task_limit=None,
+        corpus="shards/fineweb-gpt2",
         micro_tokens=8 * 2048,  # 256 x 2048 tokens per step do not fit one pass on one GPU; 16K-token
         # rows of the sequence-length sweep pass one at a time
     ),
@@ -217,8 +218,14 @@ class XSAExperiment(PaperExperiment):
             })  # fmt: skip
         return pd.DataFrame(rows).set_index("model")
 
+    def check_data(self) -> None:
+        """The corpus exists, with no more token ids than the models' vocabulary."""
+        sizes = [self.preset.sizes[name] for name in self.sizes] + [self.preset.sweep.size]
+        check_corpus(self.preset.corpus, min(s.model.vocab_size for s in sizes))
+
     def train_all(self) -> Runs:
         """Train (or load from the results cache) SA and XSA for every size and seed (Fig. 3)."""
+        self.check_data()
         return {
             (size, kind, seed): self._train(self.spec(size, kind, seed), f"{size} {kind.upper()} seed {seed}")
             for size in self.sizes
@@ -260,7 +267,7 @@ class XSAExperiment(PaperExperiment):
         size = self.sizes[-1]
         seq_len = self.preset.sizes[size].train.seq_len
         windows = validation_windows(
-            load_tokens(self.preset.corpus)["validation"], self.preset.diag_sequences, seq_len
+            corpus_tokens(self.preset.corpus)["validation"], self.preset.diag_sequences, seq_len
         )[:, :-1]
         frames = []
         for kind in KINDS:
@@ -365,12 +372,13 @@ class XSAExperiment(PaperExperiment):
     def zero_shot(self, runs: Runs) -> pd.DataFrame:
         """Table 2: zero-shot accuracy of the largest size's SA and XSA models on BIG-bench tasks."""
         size = self.sizes[-1]
+        tokenizer = corpus_tokenizer(self.preset.corpus)
         rows = []
         for task in TASKS:
             items = load_task(task, self.preset.task_limit)
             for kind in KINDS:
                 for seed in self.seeds:
-                    acc = accuracy(runs[size, kind, seed].model, items)
+                    acc = accuracy(runs[size, kind, seed].model, items, tokenizer)
                     rows.append({"task": task, "n": len(items), "kind": kind, "seed": seed, "accuracy": acc})
         return pd.DataFrame(rows)
 
@@ -587,10 +595,14 @@ def configure(
     seeds: list[int] | tuple[int, ...] = (),
     device: str = "auto",
     sizes: list[str] | tuple[str, ...] = (),
+    corpus: str = "",
 ) -> XSAExperiment:
-    """Validate the notebook's parameters and resolve them against the scale's preset."""
+    """Validate the notebook's parameters and resolve them against the scale's preset. ``corpus``: a corpus
+    name or a folder of token shards (``python -m attnlab.shards``; a relative folder is looked up in the
+    data folder too); empty: the preset's, FineWeb in GPT-2 tokens at paper scale."""
     scale = check_scale(scale)
     preset = PRESETS[scale]
+    preset = replace(preset, corpus=corpus_parameter(corpus, preset.corpus))
     return XSAExperiment(
         scale=scale,
         preset=preset,
