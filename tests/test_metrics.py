@@ -1,8 +1,9 @@
 """Similarity-bias metrics (XSA Fig. 1) on inputs whose answers are known."""
 
+import pandas as pd
 import torch
 
-from attnlab.metrics import similarity_bias, similarity_bias_by_layer
+from attnlab.metrics import cache_bytes_per_sequence, similarity_bias, similarity_bias_by_layer
 from attnlab.model import GPT, GPTConfig
 
 
@@ -54,3 +55,27 @@ def test_by_layer_uses_the_models_own_capture():
     assert sorted(frame["sequence"].unique()) == list(range(5))
     assert frame["cos_zv"].abs().max() < 1e-5  # XSA output is orthogonal to the own value
     assert (frame["cos_yv"].abs() > 1e-3).any()
+
+
+def test_by_layer_fits_its_batches_to_the_memory_budget():
+    torch.manual_seed(0)
+    cfg = GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=16)
+    model = GPT(cfg)
+    tokens = torch.randint(0, 256, (4, 16))
+    _, cache = model.run_with_cache(tokens[:1])
+    per_sequence = sum(t.numel() * t.element_size() for layer in cache for t in layer.values())
+    assert cache_bytes_per_sequence(cfg, 16) == per_sequence
+    calls = []
+    original = model.run_with_cache
+    model.run_with_cache = lambda idx: calls.append(len(idx)) or original(idx)
+    small = similarity_bias_by_layer(model, tokens, memory_gb=2.5 * per_sequence / 2**30)
+    assert calls == [2, 2]  # two sequences fit the budget, not three
+    whole = similarity_bias_by_layer(model, tokens)
+    assert calls[2:] == [4]
+    keys = ["layer", "sequence", "head"]
+    pd.testing.assert_frame_equal(
+        small.sort_values(keys, ignore_index=True),
+        whole.sort_values(keys, ignore_index=True),
+        atol=1e-6,
+        rtol=0,
+    )
