@@ -21,7 +21,7 @@ import torch
 from attnlab.benchmark import block_cost
 from attnlab.cache import RunSpec, cached_result, check_corpus, corpus_parameter, corpus_tokens
 from attnlab.claims import Claim
-from attnlab.launch import launch
+from attnlab.launch import launch, micro_rows
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.params import ParameterError, check_device, check_scale, check_seeds, check_subset
@@ -291,8 +291,10 @@ class SDExperiment(PaperExperiment):
         )
 
     def _loss(self, model: GPT, size: str) -> float:
+        """Validation loss over the preset's windows, in batches no larger than a training pass."""
         t = self.preset.sizes[size].train
-        return evaluate(model, self._windows(size), t.batch_size, self.torch_device, t.precision)
+        rows = micro_rows(t.seq_len, self.preset.micro_tokens) or t.batch_size
+        return evaluate(model, self._windows(size), rows, self.torch_device, t.precision)
 
     def final_losses(self, runs: Runs) -> pd.DataFrame:
         """Validation loss (nats/byte) and perplexity per byte of every trained model, on the experiment's
