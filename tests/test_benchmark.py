@@ -2,6 +2,7 @@
 
 import torch
 
+from attnlab import benchmark
 from attnlab.benchmark import block_cost
 from attnlab.model import GPTConfig
 
@@ -17,3 +18,21 @@ def test_block_cost_reports_time_and_activation_memory_that_grows_with_length():
     assert long["memory_mib"] > 4 * 2 * 64 * 32 * 4 / 2**20
     assert long["memory_mib"] > 2 * short["memory_mib"]  # weights are saved too: not quite 4x
     assert xsa["memory_mib"] > long["memory_mib"]  # XSA saves its normalised values for backward
+
+
+def test_a_grid_point_that_runs_out_of_memory_is_left_out_for_every_kind(monkeypatch, capsys):
+    cfg = GPTConfig(d_model=32, n_head=2, head_dim=16, block_size=16)
+    cpu = torch.device("cpu")
+    both = benchmark.block_costs(cfg, ("sa", "xsa"), 2, 16, cpu, repeats=2)
+    assert set(both) == {"sa", "xsa"} and all(c["time_ms"] > 0 for c in both.values())
+
+    measured = benchmark.block_cost
+
+    def xsa_too_big(cfg, kind, *args, **kwargs):
+        if kind == "xsa":
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return measured(cfg, kind, *args, **kwargs)
+
+    monkeypatch.setattr(benchmark, "block_cost", xsa_too_big)
+    assert benchmark.block_costs(cfg, ("sa", "xsa"), 2, 16, cpu, repeats=2) is None
+    assert "xsa ran out of memory; left out" in capsys.readouterr().out

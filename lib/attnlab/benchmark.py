@@ -74,3 +74,30 @@ def block_cost(
     else:
         memory = _saved_bytes(block, x)
     return {"time_ms": statistics.median(times), "memory_mib": memory / 2**20}
+
+
+def block_costs(
+    cfg: GPTConfig,
+    kinds: tuple[str, ...],
+    batch_size: int,
+    seq_len: int,
+    device: torch.device,
+    *,
+    repeats: int = 10,
+    dtype: torch.dtype = torch.float32,
+) -> dict[str, dict[str, float]] | None:
+    """``block_cost`` of each kind at one point of a benchmark grid; None (and a printed note) when one of
+    them runs out of device memory, so that the largest points of a grid on a smaller GPU are left out
+    instead of ending the run, and every point kept compares all kinds."""
+    costs = {}
+    for kind in kinds:
+        try:
+            costs[kind] = block_cost(cfg, kind, batch_size, seq_len, device, repeats=repeats, dtype=dtype)
+        except torch.OutOfMemoryError:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            print(
+                f"d_model {cfg.d_model}, T {seq_len}, batch {batch_size}: {kind} ran out of memory; left out"
+            )
+            return None
+    return costs

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.benchmark import block_cost
+from attnlab.benchmark import block_costs
 from attnlab.cache import RunSpec, cached_result, check_corpus, corpus_parameter, corpus_tokens
 from attnlab.claims import Claim
 from attnlab.launch import launch, micro_rows
@@ -511,10 +511,9 @@ class SDExperiment(PaperExperiment):
             m = self.preset.sizes[size].model
             for seq_len in b.seq_lens:
                 cfg = replace(m, block_size=seq_len)
-                for kind in ("sa", "sd", "linear"):
-                    cost = block_cost(
-                        cfg, kind, b.batch_size, seq_len, device, repeats=b.repeats, dtype=dtype
-                    )
+                kinds = ("sa", "sd", "linear")
+                costs = block_costs(cfg, kinds, b.batch_size, seq_len, device, repeats=b.repeats, dtype=dtype)
+                for kind, cost in (costs or {}).items():
                     rows.append({"size": size, "seq_len": seq_len, "kind": kind, **cost})
         frame = pd.DataFrame(rows)
         sa = frame[frame["kind"] == "sa"].set_index(["size", "seq_len"])

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.benchmark import block_cost
+from attnlab.benchmark import block_costs
 from attnlab.cache import RunSpec, check_corpus, corpus_parameter, corpus_tokenizer, corpus_tokens
 from attnlab.claims import Claim, verdict_below_zero
 from attnlab.launch import launch
@@ -289,10 +289,8 @@ class XSAExperiment(PaperExperiment):
             n_head = max(1, d_model // b.head_dim)
             for seq_len in b.seq_lens:
                 cfg = GPTConfig(d_model=d_model, n_head=n_head, head_dim=b.head_dim, block_size=seq_len)
-                for kind in KINDS:
-                    cost = block_cost(
-                        cfg, kind, b.batch_size, seq_len, device, repeats=b.repeats, dtype=dtype
-                    )
+                costs = block_costs(cfg, KINDS, b.batch_size, seq_len, device, repeats=b.repeats, dtype=dtype)
+                for kind, cost in (costs or {}).items():
                     rows.append({"kind": kind, "d_model": d_model, "seq_len": seq_len, **cost})
         return pd.DataFrame(rows)
 
