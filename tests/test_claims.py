@@ -1,8 +1,9 @@
 """Verdicts and claims tables."""
 
+import pandas as pd
 import pytest
 
-from attnlab.claims import Claim, gather_report, verdict_below_zero, write_claims
+from attnlab.claims import Claim, gather_report, save_table, verdict_below_zero, write_claims
 
 
 def test_verdict_below_zero():
@@ -26,3 +27,12 @@ def test_claims_are_written_and_gathered(tmp_path, monkeypatch):
     assert (tmp_path / "cpu" / "xsa" / "claims.csv").read_text().splitlines()[1].startswith("Fig. 1,a | b")
     report = gather_report("cpu").read_text()
     assert "## xsa: XSA" in report and "a \\| b" in report
+
+
+def test_tables_round_floats_so_reruns_differ_only_in_what_matters(tmp_path):
+    frame = pd.DataFrame({"model": ["a|b"], "energy": [0.5852937231352217], "heads": [72]}).set_index("model")
+    save_table(frame, tmp_path, "t", "T")
+    assert (
+        tmp_path / "t.md"
+    ).read_text() == "# T\n\n| model | energy | heads |\n|---|---|---|\n| a\\|b | 0.5853 | 72 |\n"
+    assert (tmp_path / "t.csv").read_text() == "model,energy,heads\na|b,0.5852937231,72\n"

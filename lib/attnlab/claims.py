@@ -43,8 +43,15 @@ def claims_frame(claims: list[Claim]) -> pd.DataFrame:
     return pd.DataFrame([asdict(c) for c in claims])
 
 
+def _cell(value: object) -> str:
+    """A table cell: floats to 4 significant digits (readable, and stable against last-digit rounding noise
+    between runs), anything else as its string."""
+    text = format(value, ".4g") if isinstance(value, float) else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def _markdown(frame: pd.DataFrame) -> str:
-    cells = [[str(v).replace("|", "\\|").replace("\n", " ") for v in row] for row in frame.to_numpy()]
+    cells = [[_cell(v) for v in row] for row in frame.astype(object).to_numpy()]
     lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines) + "\n"
@@ -60,9 +67,10 @@ def write_claims(claims: list[Claim], folder: Path, title: str) -> pd.DataFrame:
 
 
 def save_table(frame: pd.DataFrame, folder: Path, name: str, title: str) -> None:
-    """A result table (e.g. Table 1, Table 2) as ``<name>.csv`` and ``<name>.md``."""
+    """A result table (e.g. Table 1, Table 2) as ``<name>.csv`` (floats to 10 significant digits) and
+    ``<name>.md`` (to 4)."""
     folder.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(folder / f"{name}.csv")
+    frame.to_csv(folder / f"{name}.csv", float_format="%.10g")
     flat = frame.reset_index()
     (folder / f"{name}.md").write_text(f"# {title}\n\n{_markdown(flat)}")
 

@@ -22,7 +22,7 @@ def save_figure(fig: plt.Figure, folder: Path, name: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{name}.png"
     fig.savefig(png, dpi=150)
-    fig.savefig(folder / f"{name}.pdf")
+    fig.savefig(folder / f"{name}.pdf", metadata={"CreationDate": None})  # no timestamp: reruns diff clean
     return png
 
 
