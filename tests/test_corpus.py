@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from attnlab import cache, data, run, shards
@@ -33,7 +34,7 @@ def build(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
 
 
-def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build):
+def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build, monkeypatch):
     exp = xsa.configure(scale="smoke", device="cpu", sizes=["2L-32d"], corpus=str(byte_shards))
     assert exp.preset.corpus == str(byte_shards) and exp.spec("2L-32d", "sa", 0).corpus == str(byte_shards)
     runs = exp.train_all()
@@ -41,6 +42,12 @@ def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build):
     assert len(exp.layer_diagnostics(runs)) > 0
     table = exp.zero_shot(runs)
     assert table["accuracy"].between(0, 1).all() and set(table["kind"]) == set(xsa.KINDS)
+
+    def not_again(*args):
+        raise AssertionError("a cached zero-shot accuracy was computed again")
+
+    monkeypatch.setattr(xsa, "accuracy", not_again)
+    pd.testing.assert_frame_equal(exp.zero_shot(runs), table)
 
 
 def test_a_relative_folder_is_found_in_the_data_folder(byte_shards, monkeypatch, tmp_path):

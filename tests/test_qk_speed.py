@@ -2,6 +2,7 @@
 HateXplain), the classifier / QA training loops, the experiment's verdicts and its plots."""
 
 import math
+from dataclasses import replace
 
 import matplotlib
 import numpy as np
@@ -438,3 +439,18 @@ def test_parallel_prefetch_stores_what_a_serial_run_computes(build):
         second = serial.ratio_sweep()
         assert serial.cached == {"loaded": 0, "computed": 2}
     pd.testing.assert_frame_equal(first, second)
+
+
+def test_results_computed_by_worker_processes_are_not_reported_as_loaded(build):
+    def experiment():
+        exp = qk_speed.configure(scale="smoke", device="cpu", workers=2)
+        return replace(exp, preset=replace(exp.preset, parallel=True), cached={"loaded": 0, "computed": 0})
+
+    first = experiment()
+    frame = first.fig3()
+    runs = 2 * len(first.preset.fixed.alphas)
+    assert len(first.prefetched) == runs  # trained in two worker processes
+    assert first.cache_summary() == f"0 of {runs} results were loaded from the results cache."
+    again = experiment()
+    pd.testing.assert_frame_equal(again.fig3(), frame)
+    assert again.cache_summary() == f"{runs} of {runs} results were loaded from the results cache."

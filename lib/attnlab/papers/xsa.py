@@ -15,7 +15,14 @@ import pandas as pd
 import torch
 
 from attnlab.benchmark import block_costs
-from attnlab.cache import RunSpec, check_corpus, corpus_parameter, corpus_tokenizer, corpus_tokens
+from attnlab.cache import (
+    RunSpec,
+    cached_result,
+    check_corpus,
+    corpus_parameter,
+    corpus_tokenizer,
+    corpus_tokens,
+)
 from attnlab.claims import Claim, verdict_below_zero
 from attnlab.launch import launch
 from attnlab.metrics import similarity_bias_by_layer
@@ -368,16 +375,25 @@ class XSAExperiment(PaperExperiment):
     # Table 2 ------------------------------------------------------------------------------------------
 
     def zero_shot(self, runs: Runs) -> pd.DataFrame:
-        """Table 2: zero-shot accuracy of the largest size's SA and XSA models on BIG-bench tasks."""
+        """Table 2: zero-shot accuracy of the largest size's SA and XSA models on BIG-bench tasks (cached per
+        trained run, task and item limit)."""
         size = self.sizes[-1]
         tokenizer = corpus_tokenizer(self.preset.corpus)
         rows = []
         for task in TASKS:
-            items = load_task(task, self.preset.task_limit)
             for kind in KINDS:
                 for seed in self.seeds:
-                    acc = accuracy(runs[size, kind, seed].model, items, tokenizer)
-                    rows.append({"task": task, "n": len(items), "kind": kind, "seed": seed, "accuracy": acc})
+                    model = runs[size, kind, seed].model
+                    key = {"run": self.spec(size, kind, seed).key(self.torch_device), "task": task,
+                           "limit": self.preset.task_limit, "tokenizer": tokenizer.name}  # fmt: skip
+
+                    def compute(task: str = task, model: GPT = model) -> dict:
+                        items = load_task(task, self.preset.task_limit)
+                        return {"n": len(items), "accuracy": accuracy(model, items, tokenizer)}
+
+                    result, _ = cached_result("xsa_zero_shot", key, compute, code=("tasks.py",))
+                    rows.append({"task": task, "n": result["n"], "kind": kind, "seed": seed,
+                                 "accuracy": result["accuracy"]})  # fmt: skip
         return pd.DataFrame(rows)
 
     # Claims -------------------------------------------------------------------------------------------
