@@ -17,6 +17,7 @@ QK-speed's circuit and fixed-attention runs train on the CPU, one core each: the
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import sys
@@ -35,11 +36,17 @@ H100_BF16_TFLOPS = 989.0  # dense, no sparsity
 CIRCUIT_MS = 2.0
 
 
+@functools.cache
+def _non_embedding_params(cfg: GPTConfig) -> int:
+    """``GPT(cfg).num_params()``, built on the meta device once per configuration (runs share a few)."""
+    with torch.device("meta"):
+        return GPT(cfg).num_params()
+
+
 def flops_per_token(cfg: GPTConfig, seq_len: int) -> float:
     """Training FLOPs per token: 6 x the matmul parameters (the output projection included, tied or not)
     plus 12 x heads x head dim x context per layer for the attention scores and mix (PaLM, appendix B)."""
-    with torch.device("meta"):
-        n = GPT(cfg).num_params()
+    n = _non_embedding_params(cfg)
     if cfg.tie_embeddings:
         n += cfg.d_model * cfg.vocab_size
     return 6 * n + 12 * cfg.n_head * sum(cfg.layer_head_dims) * seq_len
@@ -86,7 +93,7 @@ def describe(runs: dict[str, PlannedRun], circuit_steps: int = 0) -> str:
 
 
 def plan(scale: str, notebooks: list[str]) -> pd.DataFrame:
-    """One row per distinct training run: notebook, run, params (millions, embeddings included), tokens
+    """One row per distinct training run: notebook, run, params (millions, without embeddings), tokens
     (millions) and PFLOPs."""
     rows, seen = [], set()
     for notebook in notebooks:
@@ -94,8 +101,7 @@ def plan(scale: str, notebooks: list[str]) -> pd.DataFrame:
             if run.key in seen:
                 continue
             seen.add(run.key)
-            with torch.device("meta"):
-                params = GPT(run.model).num_params()
+            params = _non_embedding_params(run.model)
             rows.append({
                 "notebook": notebook, "run": label, "params_M": params / 1e6, "tokens_M": run.tokens / 1e6,
                 "PFLOPs": run.flops / 1e15,

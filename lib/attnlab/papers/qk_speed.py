@@ -400,7 +400,9 @@ class QKSpeedExperiment(PaperExperiment):
     def _cached(self, kind: str, config: dict, compute, *, data: str = "", code=()) -> dict:
         """The result, counted as computed when this run computed it (here, or in ``_prefetch``'s workers)."""
         result, loaded = cached_result(kind, config, compute, data=data, code=code)
-        fresh = not loaded or result_path(kind, config, data, code) in self.prefetched
+        fresh = not loaded or (
+            bool(self.prefetched) and result_path(kind, config, data, code) in self.prefetched
+        )
         self.cached["computed" if fresh else "loaded"] += 1
         return result
 
