@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 SCALE ?=
 NOTEBOOKS ?=
 NPROC ?=
+GPU_CHECK_FLAGS ?=
 comma := ,
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 export HF_HUB_OFFLINE := 1
@@ -37,7 +38,7 @@ plan: $(STAMP) ## before a long run: every model a scale trains, its FLOPs and h
 	$(PY) -m attnlab.plan --scale $(or $(SCALE),gpu) $(if $(NOTEBOOKS),--notebooks $(subst $(comma), ,$(NOTEBOOKS)))
 
 gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's gpu-scale training
-	$(PY) -m attnlab.gpu_check
+	$(PY) -m attnlab.gpu_check $(GPU_CHECK_FLAGS)
 
 test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale notebooks
 	$(PY) -m pytest -q tests
