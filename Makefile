@@ -42,7 +42,7 @@ gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's 
 
 test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale notebooks
 	$(PY) -m pytest -q tests
-	$(PY) -m pytest -q $(NBVAL_FLAGS) notebooks
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q $(NBVAL_FLAGS) notebooks
 
 lint: $(STAMP) ## ruff lint and format check (code and notebooks)
 	$(VENV)/bin/ruff check lib tests notebooks

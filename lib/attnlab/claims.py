@@ -39,6 +39,23 @@ def verdict_below_zero(gaps: Sequence[float]) -> str:
     return "inconclusive: the sign differs between seeds"
 
 
+def rounded(frame: pd.DataFrame | pd.Series, decimals: int) -> pd.DataFrame | pd.Series:
+    """``frame`` with its numeric columns rounded to ``decimals`` and negative zeros made positive, so that a
+    printed table shows no "-0.00" (whose sign, and the column width it widens, depend on float noise)."""
+    if isinstance(frame, pd.Series):
+        return frame.round(decimals) + 0.0 if pd.api.types.is_numeric_dtype(frame) else frame
+    out = frame.copy()
+    numeric = out.select_dtypes("number").columns
+    out[numeric] = out[numeric].round(decimals) + 0.0  # -0.0 + 0.0 == +0.0
+    return out
+
+
+def signed(value: float, decimals: int) -> str:
+    """``value`` with an explicit sign, except when it rounds to zero ("0.0", never "+0.0" or "-0.0")."""
+    text = f"{value:+.{decimals}f}"
+    return text[1:] if float(text) == 0 else text
+
+
 def claims_frame(claims: list[Claim]) -> pd.DataFrame:
     return pd.DataFrame([asdict(c) for c in claims])
 

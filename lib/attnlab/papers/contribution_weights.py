@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from attnlab.cache import RunSpec, cached_result
-from attnlab.claims import Claim
+from attnlab.claims import Claim, signed
 from attnlab.data import load_corpus
 from attnlab.faithfulness import (
     MODES,
@@ -566,10 +566,12 @@ class ContributionExperiment(PaperExperiment):
                 "and alignment jointly",
                 "qualitative",
                 f"correlation of c with attention / with norm ratio x cosine (mean over layers): sink "
-                f"{s['corr_contribution_attention']:+.2f} / {s['corr_contribution_geometry']:+.2f}; tail "
-                f"{t['corr_contribution_attention']:+.2f} / {t['corr_contribution_geometry']:+.2f}; mean "
+                f"{signed(s['corr_contribution_attention'], 2)} / "
+                f"{signed(s['corr_contribution_geometry'], 2)}; tail "
+                f"{signed(t['corr_contribution_attention'], 2)} / "
+                f"{signed(t['corr_contribution_geometry'], 2)}; mean "
                 f"factors sink: a {s['mean_attention']:.2f}, norm ratio {s['mean_norm_ratio']:.2f}, cos "
-                f"{s['mean_cosine']:+.2f}",
+                f"{signed(s['mean_cosine'], 2)}",
                 ("holds" if sink_geo and tail_joint else "does not hold")
                 + " (criterion: sink correlates more with geometry than attention; tail > 0.3 with both)",
             ),
@@ -577,8 +579,8 @@ class ContributionExperiment(PaperExperiment):
                 "sinks",
                 "the sink's projected values are anti-aligned with the other tokens'",
                 "negative cosine",
-                f"cos(v~_sink, v~_j): mean {cos_mean:+.3f}, negative for {100 * neg:.0f}% of (head, token) "
-                "pairs",
+                f"cos(v~_sink, v~_j): mean {signed(cos_mean, 3)}, negative for {100 * neg:.0f}% of "
+                "(head, token) pairs",
                 "holds" if cos_mean < 0 and neg > 0.5 else "does not hold",
             ),
             Claim(

@@ -24,7 +24,7 @@ import torch
 
 from attnlab.cache import cached_result, result_path
 from attnlab.circuits import evaluate_circuit, make_circuit, train_circuit, train_fixed_attention
-from attnlab.claims import Claim, verdict_below_zero
+from attnlab.claims import Claim, signed, verdict_below_zero
 from attnlab.dynamics import ReducedModel, Simulation, Trajectory, fit_growth_laws, simulate
 from attnlab.metrics import attention_confidence, attention_mass, dtap_histogram, faithfulness
 from attnlab.model import GPT, GPTConfig
@@ -910,7 +910,7 @@ class QKSpeedExperiment(PaperExperiment):
                 "sharper attention, same accuracy",
                 "distinct mass by ratio: "
                 + ", ".join(f"{k:g}: {v:.3f}" for k, v in by["mass"].items())
-                + f" (Spearman {rho:+.2f}); accuracy range {acc_range:.1f} points",
+                + f" (Spearman {signed(rho, 2)}); accuracy range {acc_range:.1f} points",
                 verdict,
             )
         ]
@@ -1007,7 +1007,7 @@ class QKSpeedExperiment(PaperExperiment):
                 f"at a similar {acc_label}",
                 paper_acc,
                 f"{acc_label} {_mean_sd(base[acc_col])} -> {_mean_sd(fast[acc_col])} (difference "
-                f"{d_acc:+.1f} "
+                f"{signed(d_acc, 1)} "
                 f"points; tolerance {tol:.1f})",
                 "holds" if abs(d_acc) <= tol else "does not hold",
             ),

@@ -20,7 +20,7 @@ import torch
 
 from attnlab.benchmark import block_costs
 from attnlab.cache import RunSpec, cached_result, check_corpus, corpus_parameter, corpus_tokens
-from attnlab.claims import Claim
+from attnlab.claims import Claim, signed
 from attnlab.launch import launch, micro_rows
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
@@ -598,7 +598,7 @@ class SDExperiment(PaperExperiment):
         if {"sd", "sd-noln"} <= set(wide.columns):
             gaps = 100 * (wide["sd-noln"] / wide["sd"] - 1)
             ours = "loss without vs with LayerNorm: " + ", ".join(
-                f"{s} {g:+.1f} %" for (s, _), g in gaps.items()
+                f"{s} {signed(g, 1)} %" for (s, _), g in gaps.items()
             )
             close = (gaps.abs() <= 10).all()
         else:
@@ -707,7 +707,8 @@ class SDExperiment(PaperExperiment):
             filt, rout = wide.loc["sa", "filtering -> scalar"], wide.loc["sa", "routing removed"]
             inverse = filt > rout
             pairs = ", ".join(
-                f"{s} {a:+.1f} % vs {b:+.1f} %" for (s, _), a, b in zip(filt.index, filt, rout, strict=True)
+                f"{s} {signed(a, 1)} % vs {signed(b, 1)} %"
+                for (s, _), a, b in zip(filt.index, filt, rout, strict=True)
             )
             claims.append(
                 Claim(
@@ -753,7 +754,7 @@ class SDExperiment(PaperExperiment):
         if not retrained.empty:
             k = min(retrained["k"].unique(), key=lambda x: abs(x - n / 3))
             change = retrained[retrained["k"] == k].groupby("variant")["ppl change %"].mean()
-            ours = ", ".join(f"{LABELS[v]} {c:+.1f} %" for v, c in change.items())
+            ours = ", ".join(f"{LABELS[v]} {signed(c, 1)} %" for v, c in change.items())
             claims.append(
                 Claim(
                     "linearisation",
@@ -791,7 +792,7 @@ class SDExperiment(PaperExperiment):
                 "head dims from measured rank save attention parameters at a small PPL cost",
                 "47-65 % fewer attention parameters for +3.9 % to +8.4 % PPL",
                 f"head dims {sub['head dims'].iloc[0]}: {saved:.0f} % fewer attention parameters, "
-                f"PPL {cost:+.1f} %",
+                f"PPL {signed(cost, 1)} %",
                 verdict,
             )
         ]
@@ -808,7 +809,11 @@ def _per_model_verdict(ok: pd.Series) -> str:
 
 def _by_size(values, spec: str = ".2f", unit: str = "") -> str:
     """``size value`` pairs of a dict or of a Series indexed by size (or by (size, seed))."""
-    return ", ".join(f"{k[0] if isinstance(k, tuple) else k} {v:{spec}}{unit}" for k, v in values.items())
+
+    def fmt(v: float) -> str:
+        return signed(v, int(spec[-2])) if spec.startswith("+") else format(v, spec)
+
+    return ", ".join(f"{k[0] if isinstance(k, tuple) else k} {fmt(v)}{unit}" for k, v in values.items())
 
 
 def configure(

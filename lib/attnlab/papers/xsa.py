@@ -23,7 +23,7 @@ from attnlab.cache import (
     corpus_tokenizer,
     corpus_tokens,
 )
-from attnlab.claims import Claim, verdict_below_zero
+from attnlab.claims import Claim, signed, verdict_below_zero
 from attnlab.launch import launch
 from attnlab.metrics import similarity_bias_by_layer
 from attnlab.model import GPT, GPTConfig
@@ -527,7 +527,7 @@ class XSAExperiment(PaperExperiment):
             Claim(
                 "Fig. 4", "XSA's margin over SA is nearly constant across learning rates",
                 "margin nearly constant over LR 1e-4 ... 6e-4",
-                "XSA - SA by LR: " + ", ".join(f"{k:g}: {v:+.4f}" for k, v in by_lr.items())
+                "XSA - SA by LR: " + ", ".join(f"{k:g}: {signed(v, 4)}" for k, v in by_lr.items())
                 + f" (range {spread:.4f}); {self.best_lr_note(self.best_lr(lr))}",
                 "holds" if steady else "does not hold",
             ),
@@ -546,8 +546,8 @@ class XSAExperiment(PaperExperiment):
             Claim(
                 "Fig. 5", "XSA's gain grows with sequence length (tokens per batch fixed)",
                 "gap widens from 512 to 16384 tokens",
-                "XSA - SA by length: " + ", ".join(f"{k}: {v:+.4f}" for k, v in by_len.items())
-                + f"; slope {slope:+.4f} per doubling",
+                "XSA - SA by length: " + ", ".join(f"{k}: {signed(v, 4)}" for k, v in by_len.items())
+                + f"; slope {signed(slope, 4)} per doubling",
                 "holds" if slope < 0 and (by_len < 0).all() else "does not hold",
             )
         ]  # fmt: skip
@@ -559,7 +559,7 @@ class XSAExperiment(PaperExperiment):
             Claim(
                 "Fig. 6", "XSA keeps its margin when SA gets learned attention sinks",
                 "XSA below SA with 0, 1 and 4 sink tokens",
-                "XSA - SA by sink count: " + ", ".join(f"{k}: {v:+.4f}" for k, v in by_sink.items()),
+                "XSA - SA by sink count: " + ", ".join(f"{k}: {signed(v, 4)}" for k, v in by_sink.items()),
                 verdict_below_zero(gaps["gap"].tolist()),
             )
         ]  # fmt: skip
@@ -591,7 +591,7 @@ def _join(values, digits: int = 2) -> str:
 
 def _mean_sd(values: list[float], digits: int = 4) -> str:
     spread = f" ± {statistics.stdev(values):.{digits}f}" if len(values) > 1 else ""
-    return f"{statistics.fmean(values):+.{digits}f}{spread}"
+    return f"{signed(statistics.fmean(values), digits)}{spread}"
 
 
 def _power_of_ten_above(x: float) -> float:
