@@ -31,14 +31,14 @@ $(STAMP): pyproject.toml
 	touch $@
 
 reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS, NPROC) into build/, figures into figures/<scale>/
-	$(PY) -m attnlab.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) \
+	$(PY) -m attnlab.runner.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) \
 		$(if $(NPROC),--nproc $(NPROC))
 
 plan: $(STAMP) ## before a long run: every model a scale trains, its FLOPs and hours (SCALE, default gpu)
-	$(PY) -m attnlab.plan --scale $(or $(SCALE),gpu) $(if $(NOTEBOOKS),--notebooks $(subst $(comma), ,$(NOTEBOOKS)))
+	$(PY) -m attnlab.runner.plan --scale $(or $(SCALE),gpu) $(if $(NOTEBOOKS),--notebooks $(subst $(comma), ,$(NOTEBOOKS)))
 
 gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's gpu-scale training
-	$(PY) -m attnlab.gpu_check $(GPU_CHECK_FLAGS)
+	$(PY) -m attnlab.tools.gpu_check $(GPU_CHECK_FLAGS)
 
 test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale notebooks
 	$(PY) -m pytest -q tests
@@ -53,7 +53,7 @@ format: $(STAMP) ## apply ruff fixes and formatting
 	$(VENV)/bin/ruff format lib tests notebooks
 
 store-notebooks: $(STAMP) ## re-execute the notebooks at smoke scale and store their outputs (for nbval)
-	$(PY) -m attnlab.run --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+	$(PY) -m attnlab.runner.run --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
 
 clean: ## remove build outputs and the results cache (keeps .venv and downloaded data)
 	rm -rf build figures/smoke

@@ -2,9 +2,9 @@
 
 import torch
 
-from attnlab import benchmark
-from attnlab.benchmark import block_cost
 from attnlab.model import GPTConfig
+from attnlab.tools import benchmark
+from attnlab.tools.benchmark import block_cost
 
 
 def test_block_cost_reports_time_and_activation_memory_that_grows_with_length():

@@ -5,9 +5,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from attnlab import cache
 from attnlab.model import GPTConfig
-from attnlab.train import TrainConfig
+from attnlab.training import cache
+from attnlab.training.trainer import TrainConfig
 
 SPEC = cache.RunSpec(
     GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=16),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.circuits import (
+from attnlab.papers.qk_speed.circuits import (
     CACO,
     CAFO,
     CIRCUITS,
@@ -22,7 +22,7 @@ from attnlab.circuits import (
     train_circuit,
     train_fixed_attention,
 )
-from attnlab.synthetic import sample_batch, seeded_generator
+from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
 
 V = 50
 

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from attnlab.claims import Claim, gather_report, save_table, verdict_below_zero, write_claims
+from attnlab.runner.claims import Claim, gather_report, save_table, verdict_below_zero, write_claims
 
 
 def test_verdict_below_zero():

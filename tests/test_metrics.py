@@ -3,8 +3,9 @@
 import pandas as pd
 import torch
 
-from attnlab.metrics import cache_bytes_per_sequence, similarity_bias, similarity_bias_by_layer
+from attnlab.metrics import similarity_bias
 from attnlab.model import GPT, GPTConfig
+from attnlab.papers.xsa.diagnostics import cache_bytes_per_sequence, similarity_bias_by_layer
 
 
 def test_similarity_bias_on_a_hand_built_layer():

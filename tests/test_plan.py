@@ -3,9 +3,9 @@
 import pandas as pd
 import pytest
 
-from attnlab import plan
 from attnlab.model import GPTConfig
 from attnlab.papers import qk_speed, xsa
+from attnlab.runner import plan
 
 
 def test_flops_count_parameters_and_attention():

@@ -10,7 +10,7 @@ import tomllib
 import yaml
 from packaging.requirements import Requirement
 
-from attnlab.run import NOTEBOOKS
+from attnlab.runner.run import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.circuits import make_circuit
 from attnlab.metrics import (
     attention_confidence,
     attention_confidence_model_correct,
@@ -18,6 +17,7 @@ from attnlab.metrics import (
     sufficiency,
     top_k_positions,
 )
+from attnlab.papers.qk_speed.circuits import make_circuit
 
 
 def test_attention_mass():

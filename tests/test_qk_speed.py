@@ -11,14 +11,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab import cache, run, text_tasks
-from attnlab.data import ByteTokenizer
-from attnlab.dynamics import simulate
+from attnlab.data.corpora import ByteTokenizer
+from attnlab.errors import ParameterError
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers import qk_speed
-from attnlab.papers import qk_speed_plots as plots
-from attnlab.params import ParameterError
-from attnlab.train import TrainConfig
+from attnlab.papers.qk_speed import experiment as qk_experiment
+from attnlab.papers.qk_speed import plots, text_tasks
+from attnlab.papers.qk_speed.dynamics import simulate
+from attnlab.runner import run
+from attnlab.training import cache
+from attnlab.training.trainer import TrainConfig
 
 matplotlib.use("Agg")
 
@@ -39,17 +41,19 @@ def test_cached_result_computes_once_then_loads(build):
         calls.append(1)
         return {"w": torch.arange(3.0), "history": [1.0, 0.5], "n": 7}
 
-    first, loaded_first = cache.cached_result("demo", {"lr": 0.1}, compute, data="d1", code=("synthetic.py",))
+    first, loaded_first = cache.cached_result(
+        "demo", {"lr": 0.1}, compute, data="d1", code=("papers/qk_speed/synthetic.py",)
+    )
     second, loaded_second = cache.cached_result(
-        "demo", {"lr": 0.1}, compute, data="d1", code=("synthetic.py",)
+        "demo", {"lr": 0.1}, compute, data="d1", code=("papers/qk_speed/synthetic.py",)
     )
     assert (loaded_first, loaded_second) == (False, True)
     assert len(calls) == 1
     assert torch.equal(first["w"], second["w"]) and second["history"] == [1.0, 0.5] and second["n"] == 7
     # a different config, data fingerprint or code list is a different result
-    cache.cached_result("demo", {"lr": 0.2}, compute, data="d1", code=("synthetic.py",))
-    cache.cached_result("demo", {"lr": 0.1}, compute, data="d2", code=("synthetic.py",))
-    cache.cached_result("demo", {"lr": 0.1}, compute, data="d1", code=("circuits.py",))
+    cache.cached_result("demo", {"lr": 0.2}, compute, data="d1", code=("papers/qk_speed/synthetic.py",))
+    cache.cached_result("demo", {"lr": 0.1}, compute, data="d2", code=("papers/qk_speed/synthetic.py",))
+    cache.cached_result("demo", {"lr": 0.1}, compute, data="d1", code=("papers/qk_speed/circuits.py",))
     assert len(calls) == 4
     assert not list(build.rglob("*.tmp"))
 
@@ -57,7 +61,7 @@ def test_cached_result_computes_once_then_loads(build):
 def test_result_key_follows_the_source_of_the_code_modules(monkeypatch, tmp_path):
     fake = tmp_path / "mod.py"
     fake.write_text("x = 1\n")
-    monkeypatch.setattr(cache, "__file__", str(tmp_path / "cache.py"))
+    monkeypatch.setattr(cache, "PACKAGE", tmp_path)
     before = cache.result_key("k", {}, code=("mod.py",))
     fake.write_text("x = 2\n")
     assert cache.result_key("k", {}, code=("mod.py",)) != before
@@ -288,15 +292,15 @@ def test_paper_presets_follow_the_sheet():
 
 
 def test_sign_verdict():
-    assert qk_speed._sign_verdict([0.1, 0.2]) == "holds"
-    assert qk_speed._sign_verdict([-0.1, -0.2]) == "does not hold"
-    assert qk_speed._sign_verdict([0.3, -0.1]).startswith("inconclusive")
+    assert qk_experiment._sign_verdict([0.1, 0.2]) == "holds"
+    assert qk_experiment._sign_verdict([-0.1, -0.2]) == "does not hold"
+    assert qk_experiment._sign_verdict([0.3, -0.1]).startswith("inconclusive")
 
 
 def test_sharper_needs_a_rise_in_every_seed_and_a_minimum_mean_gain():
-    assert qk_speed._sharper_verdict([0.1, 0.2]) == "holds"
-    assert qk_speed._sharper_verdict([0.01, 0.02]).startswith("inconclusive: higher in every seed")
-    assert qk_speed._sharper_verdict([0.3, -0.01]).startswith("inconclusive: the sign differs")
+    assert qk_experiment._sharper_verdict([0.1, 0.2]) == "holds"
+    assert qk_experiment._sharper_verdict([0.01, 0.02]).startswith("inconclusive: higher in every seed")
+    assert qk_experiment._sharper_verdict([0.3, -0.01]).startswith("inconclusive: the sign differs")
 
 
 def _exp():

@@ -5,10 +5,10 @@ import os
 
 import pytest
 
-from attnlab import run
-from attnlab.launch import NPROC_ENV
+from attnlab.errors import ParameterError
 from attnlab.papers import xsa
-from attnlab.params import ParameterError
+from attnlab.runner import run
+from attnlab.training.launch import NPROC_ENV
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from attnlab.attention import (
 )
 from attnlab.metrics import effective_rank, routing_filtering
 from attnlab.model import GPT, GPTConfig
-from attnlab.routing import (
+from attnlab.papers.sd_routing.routing import (
     form_stats,
     gpt_qk,
     head_dims_from_rank,
@@ -25,7 +25,7 @@ from attnlab.routing import (
     sa_truncated_forms,
     sd_truncated,
 )
-from attnlab.train import TrainConfig, train
+from attnlab.training.trainer import TrainConfig, train
 
 
 def _sd_layer(seed: int = 0, **kw) -> SDAttention:

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab import data, shards
-from attnlab.train import sample_batch, validation_windows
+from attnlab.data import corpora as data
+from attnlab.data import shards
+from attnlab.training.trainer import sample_batch, validation_windows
 
 
 def _jsonl(path: Path, texts: list[str]) -> Path:

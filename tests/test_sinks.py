@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnlab.metrics import contribution_weights
-from attnlab.sinks import (
+from attnlab.papers.contribution_weights.sinks import (
     cone_concentration,
     contribution_factors,
     convex_fit,

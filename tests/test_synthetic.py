@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnlab.synthetic import (
+from attnlab.papers.qk_speed.synthetic import (
     LABEL_TOKENS,
     QUERY_TOKENS,
     class_distributions,

@@ -4,9 +4,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.data import ByteTokenizer
+from attnlab.data.corpora import ByteTokenizer
+from attnlab.data.tasks import MultipleChoice, accuracy, choice_logprobs
 from attnlab.model import GPT, GPTConfig
-from attnlab.tasks import MultipleChoice, accuracy, choice_logprobs
 
 
 def reference_logprob(model: GPT, prompt: str, choice: str, encode=None) -> float:
@@ -50,7 +50,8 @@ def test_long_context_is_cut_from_the_left():
 
 
 class CharMod:
-    """A stand-in for a corpus's tokenizer (``attnlab.shards`` interface): one id per character, mod 50."""
+    """A stand-in for a corpus's tokenizer (``attnlab.data.shards`` interface): one id per character, mod
+    50."""
 
     @staticmethod
     def encode(texts: list[str]) -> list[np.ndarray]:

@@ -5,15 +5,10 @@ import math
 import pytest
 import torch
 
-import attnlab.train as train_module
+import attnlab.training.trainer as train_module
+from attnlab.errors import TrainingDiverged
 from attnlab.model import GPT, GPTConfig
-from attnlab.train import (
-    TrainConfig,
-    TrainingDiverged,
-    lr_at,
-    make_optimizer,
-    train,
-)
+from attnlab.training.trainer import TrainConfig, lr_at, make_optimizer, train
 
 MODEL = GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=32, attn="xsa")
 CFG = TrainConfig(

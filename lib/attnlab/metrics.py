@@ -6,11 +6,8 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 import torch.nn.functional as F
-
-from attnlab.model import GPT, GPTConfig
 
 
 def _per_query_head(v: torch.Tensor, n_head: int) -> torch.Tensor:
@@ -55,40 +52,6 @@ def similarity_bias(layer: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def _relative_projection(z: torch.Tensor, v_unit: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """|z_i . v_i / ||v_i||| / ||y_i||, (B, H, T); 0 where y_i = 0."""
     return (z * v_unit).sum(-1).abs() / y.norm(dim=-1).clamp_min(torch.finfo(y.dtype).tiny)
-
-
-def cache_bytes_per_sequence(cfg: GPTConfig, seq_len: int) -> int:
-    """Bytes that ``GPT.run_with_cache`` keeps for one float32 sequence of ``seq_len``: every layer's
-    attention pattern (H, T, T) and its q, k, v, y and z (H, T, head dim each, at most)."""
-    per_layer = cfg.n_head * seq_len * (seq_len + 5 * max(cfg.layer_head_dims))
-    return 4 * cfg.n_layer * per_layer
-
-
-@torch.no_grad()
-def similarity_bias_by_layer(
-    model: GPT, tokens: torch.Tensor, batch_size: int = 32, memory_gb: float = 8.0
-) -> pd.DataFrame:
-    """``similarity_bias`` for every layer over sequences ``tokens`` (N, T): one row per (layer, sequence,
-    head) with a column per metric; aggregate with ``groupby("layer")``. At most ``batch_size`` sequences
-    per forward pass, fewer where their captured intermediates would exceed ``memory_gb``
-    (:func:`cache_bytes_per_sequence`: XSA's 2.7B model at T = 2048 keeps 16 GiB per sequence)."""
-    model.eval()
-    device = next(model.parameters()).device
-    fits = int(memory_gb * 2**30 // cache_bytes_per_sequence(model.cfg, tokens.shape[1]))
-    batch_size = max(1, min(batch_size, fits))
-    frames = []
-    for start in range(0, len(tokens), batch_size):
-        _, cache = model.run_with_cache(tokens[start : start + batch_size].to(device))
-        for layer, captured in enumerate(cache):
-            values = similarity_bias(captured)
-            B, H = values["cos_vv"].shape
-            frame = pd.DataFrame({k: t.flatten().cpu().numpy() for k, t in values.items()})
-            frame.insert(0, "head", list(range(H)) * B)
-            frame.insert(0, "sequence", [start + b for b in range(B) for _ in range(H)])
-            frame.insert(0, "layer", layer)
-            frames.append(frame)
-    model.train()
-    return pd.concat(frames, ignore_index=True)
 
 
 # --- Faster query-key learning sharpens attention (arXiv 2608.06776): attention mass, rollout, faithfulness,

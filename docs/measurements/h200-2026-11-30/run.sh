@@ -7,7 +7,7 @@ export PYTHONPATH=$PWD/lib PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLI
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -c "import torch,sys;print(sys.version.split()[0], torch.__version__, torch.version.cuda)"; } 2>&1 | tee $OUT/device.txt
 timeout 330 make gpu-check PY=python3 STAMP= GPU_CHECK_FLAGS="--steps 150 --budget-s 200" 2>&1 | tee $OUT/gpu_check.txt
-timeout 60 python3 -m attnlab.trainer_bench --device cuda 2>&1 | tee $OUT/trainer_bench.txt
+timeout 60 python3 -m attnlab.tools.trainer_bench --device cuda 2>&1 | tee $OUT/trainer_bench.txt
 timeout 90 python3 - <<'PY' 2>&1 | tee $OUT/block_bench.txt
 import time, pandas as pd
 from attnlab.papers import xsa, sd_routing

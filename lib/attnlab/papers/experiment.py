@@ -8,7 +8,7 @@ from typing import ClassVar
 import torch
 
 from attnlab import paths
-from attnlab.train import resolve_device
+from attnlab.training.trainer import resolve_device
 
 
 class PaperExperiment:

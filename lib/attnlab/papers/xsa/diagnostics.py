@@ -1,0 +1,44 @@
+"""XSA Fig. 1 diagnostics over a trained model: the similarity-bias metrics of every layer, from the
+intermediates of the forward pass itself (``GPT.run_with_cache``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from attnlab.metrics import similarity_bias
+from attnlab.model import GPT, GPTConfig
+
+
+@torch.no_grad()
+def similarity_bias_by_layer(
+    model: GPT, tokens: torch.Tensor, batch_size: int = 32, memory_gb: float = 8.0
+) -> pd.DataFrame:
+    """``similarity_bias`` for every layer over sequences ``tokens`` (N, T): one row per (layer, sequence,
+    head) with a column per metric; aggregate with ``groupby("layer")``. At most ``batch_size`` sequences
+    per forward pass, fewer where their captured intermediates would exceed ``memory_gb``
+    (:func:`cache_bytes_per_sequence`: XSA's 2.7B model at T = 2048 keeps 16 GiB per sequence)."""
+    model.eval()
+    device = next(model.parameters()).device
+    fits = int(memory_gb * 2**30 // cache_bytes_per_sequence(model.cfg, tokens.shape[1]))
+    batch_size = max(1, min(batch_size, fits))
+    frames = []
+    for start in range(0, len(tokens), batch_size):
+        _, cache = model.run_with_cache(tokens[start : start + batch_size].to(device))
+        for layer, captured in enumerate(cache):
+            values = similarity_bias(captured)
+            B, H = values["cos_vv"].shape
+            frame = pd.DataFrame({k: t.flatten().cpu().numpy() for k, t in values.items()})
+            frame.insert(0, "head", list(range(H)) * B)
+            frame.insert(0, "sequence", [start + b for b in range(B) for _ in range(H)])
+            frame.insert(0, "layer", layer)
+            frames.append(frame)
+    model.train()
+    return pd.concat(frames, ignore_index=True)
+
+
+def cache_bytes_per_sequence(cfg: GPTConfig, seq_len: int) -> int:
+    """Bytes that ``GPT.run_with_cache`` keeps for one float32 sequence of ``seq_len``: every layer's
+    attention pattern (H, T, T) and its q, k, v, y and z (H, T, head dim each, at most)."""
+    per_layer = cfg.n_head * seq_len * (seq_len + 5 * max(cfg.layer_head_dims))
+    return 4 * cfg.n_layer * per_layer

@@ -1,0 +1,120 @@
+"""Claims tables: each paper's claim and number beside ours, with a plain verdict, as CSV and Markdown;
+result tables; and the gathered ``figures/<scale>/REPORT.md``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from attnlab import paths
+from attnlab.runner.verdicts import VERDICTS, Verdict
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of a claims table. ``verdict`` is a :class:`~attnlab.runner.verdicts.Verdict` (its evidence
+    fills the estimate, interval, n and null columns) or a plain string starting with one of ``VERDICTS``."""
+
+    figure: str  # e.g. "Fig. 3"
+    claim: str  # the paper's claim, in a sentence
+    paper: str  # the paper's number(s)
+    ours: str  # what this run measured
+    verdict: str | Verdict  # stored as its string, "word: why"
+    estimate: float = math.nan  # the evidence, from a Verdict: the estimate and its 95% interval,
+    low: float = math.nan
+    high: float = math.nan
+    n: int | None = None  # how many values (seeds, windows) it rests on,
+    null: float = math.nan  # and the null or control value it was judged against
+
+    def __post_init__(self) -> None:
+        if isinstance(self.verdict, Verdict):
+            v = self.verdict
+            for name in ("estimate", "low", "high", "null"):
+                object.__setattr__(self, name, getattr(v, name))
+            object.__setattr__(self, "n", v.n or None)
+            object.__setattr__(self, "verdict", str(v))
+        if not self.verdict.startswith(VERDICTS):
+            raise ValueError(f"verdict must start with one of {VERDICTS}; got {self.verdict!r}")
+
+
+def verdict_below_zero(gaps: Sequence[float]) -> str:
+    """Verdict for "the gap is negative" from one gap per seed: ``holds`` when every seed's gap is below
+    zero, ``does not hold`` when the mean gap is not, ``inconclusive`` when seeds disagree."""
+    if not gaps:
+        raise ValueError("no gaps to judge")
+    if all(g < 0 for g in gaps):
+        return "holds" if len(gaps) > 1 else "holds: one seed only, no spread"
+    if sum(gaps) / len(gaps) >= 0:
+        return "does not hold"
+    return "inconclusive: the sign differs between seeds"
+
+
+def rounded(frame: pd.DataFrame | pd.Series, decimals: int) -> pd.DataFrame | pd.Series:
+    """``frame`` with its numeric columns rounded to ``decimals`` and negative zeros made positive, so that a
+    printed table shows no "-0.00" (whose sign, and the column width it widens, depend on float noise)."""
+    if isinstance(frame, pd.Series):
+        return frame.round(decimals) + 0.0 if pd.api.types.is_float_dtype(frame) else frame
+    out = frame.copy()
+    floats = out.select_dtypes("float").columns  # integer columns stay integers
+    out[floats] = out[floats].round(decimals) + 0.0  # -0.0 + 0.0 == +0.0
+    return out
+
+
+def signed(value: float, decimals: int) -> str:
+    """``value`` with an explicit sign, except when it rounds to zero ("0.0", never "+0.0" or "-0.0")."""
+    text = f"{value:+.{decimals}f}"
+    return text[1:] if float(text) == 0 else text
+
+
+def claims_frame(claims: list[Claim]) -> pd.DataFrame:
+    return pd.DataFrame([asdict(c) for c in claims])
+
+
+def _cell(value: object) -> str:
+    """A table cell: floats to 4 significant digits (readable, and stable against last-digit rounding noise
+    between runs), anything else as its string."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    text = format(value, ".4g") if isinstance(value, float) else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    cells = [[_cell(v) for v in row] for row in frame.astype(object).to_numpy()]
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    return "\n".join(lines) + "\n"
+
+
+def write_claims(claims: list[Claim], folder: Path, title: str) -> pd.DataFrame:
+    """Write ``claims.csv`` and ``claims.md`` into ``folder``; return the table."""
+    frame = claims_frame(claims)
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(folder / "claims.csv", index=False)
+    (folder / "claims.md").write_text(f"# {title}\n\n{_markdown(frame)}")
+    return frame
+
+
+def save_table(frame: pd.DataFrame, folder: Path, name: str, title: str) -> None:
+    """A result table (e.g. Table 1, Table 2) as ``<name>.csv`` (floats to 10 significant digits) and
+    ``<name>.md`` (to 4)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(folder / f"{name}.csv", float_format="%.10g")
+    flat = frame.reset_index()
+    (folder / f"{name}.md").write_text(f"# {title}\n\n{_markdown(flat)}")
+
+
+def gather_report(scale: str) -> Path:
+    """Concatenate every paper's ``claims.md`` under ``figures/<scale>/`` into ``REPORT.md``."""
+    root = paths.figures_dir() / scale
+    parts = [f"# Claims at scale `{scale}`\n"]
+    for md in sorted(root.glob("*/claims.md")):
+        parts.append(md.read_text().replace("# ", f"## {md.parent.name}: ", 1))
+    report = root / "REPORT.md"
+    root.mkdir(parents=True, exist_ok=True)
+    report.write_text("\n".join(parts))
+    return report

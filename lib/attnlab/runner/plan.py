@@ -1,0 +1,168 @@
+"""What a scale costs before it runs: every model each notebook trains at a scale, with its tokens and
+training FLOPs, and the hours they take at a stated sustained throughput.
+
+    python -m attnlab.runner.plan --scale gpu                       # at 30 % of an H100's dense bf16 peak
+    python -m attnlab.runner.plan --scale paper --gpus 64 --mfu 0.4 --notebooks xsa sd_routing
+
+FLOPs are PaLM's count (appendix B): 6 x the matmul parameters per token plus 12 x heads x head dim x context
+per layer for the attention scores and mix. Only training is counted: evaluation, the analyses and the
+pretrained models' forward passes (contribution weights) are left out. The hours assume the throughput given;
+measure yours with ``make gpu-check`` (its MFU column) and pass it as ``--mfu``. A run that two experiments
+share (same model, training and data) is trained once and counted once.
+
+QK-speed's circuit and fixed-attention runs train on the CPU, one core each: they are counted in SGD steps
+(at most; circuit runs stop early at their loss target) and core-hours at ``--circuit-ms`` per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import json
+import sys
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from attnlab.model import GPT, GPTConfig
+from attnlab.runner.params import SCALES
+from attnlab.training.cache import RunSpec, spec_dict
+
+H100_BF16_TFLOPS = 989.0  # dense, no sparsity
+# One FAFO circuit step (batch 32, 64 tokens) on one core of this project's 2-core test machine: 2.0 ms, the
+# slowest kind (CACO: 0.6 ms; 0.9 ms at 128 tokens).
+CIRCUIT_MS = 2.0
+
+
+@functools.cache
+def _non_embedding_params(cfg: GPTConfig) -> int:
+    """``GPT(cfg).num_params()``, built on the meta device once per configuration (runs share a few)."""
+    with torch.device("meta"):
+        return GPT(cfg).num_params()
+
+
+def flops_per_token(cfg: GPTConfig, seq_len: int) -> float:
+    """Training FLOPs per token: 6 x the matmul parameters (the output projection included, tied or not)
+    plus 12 x heads x head dim x context per layer for the attention scores and mix (PaLM, appendix B)."""
+    n = _non_embedding_params(cfg)
+    if cfg.tie_embeddings:
+        n += cfg.d_model * cfg.vocab_size
+    return 6 * n + 12 * cfg.n_head * sum(cfg.layer_head_dims) * seq_len
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One training run: its model, context length and the tokens it trains on; ``key`` identifies it (runs
+    with equal keys are the same cached run)."""
+
+    model: GPTConfig
+    seq_len: int
+    tokens: int
+    key: str
+
+    @classmethod
+    def from_spec(cls, spec: RunSpec) -> PlannedRun:
+        t = spec.train
+        return cls(spec.model, t.seq_len, t.steps * t.batch_size * t.seq_len, json.dumps(spec_dict(spec)))
+
+    @property
+    def flops(self) -> float:
+        return self.tokens * flops_per_token(self.model, self.seq_len)
+
+
+def notebook_runs(notebook: str, scale: str) -> dict[str, PlannedRun]:
+    """The training runs of ``notebook`` at ``scale`` with its default parameters, by label."""
+    from attnlab.runner.run import NOTEBOOKS
+
+    if notebook not in NOTEBOOKS:
+        raise ValueError(f"unknown notebook {notebook!r}; choose from {sorted(NOTEBOOKS)}")
+    return importlib.import_module(NOTEBOOKS[notebook]).configure(scale=scale, device="cpu").planned_runs()
+
+
+def describe(runs: dict[str, PlannedRun], circuit_steps: int = 0) -> str:
+    """One line for a notebook: how many models it trains (shared runs once), on how many tokens, with how
+    many training FLOPs; and its CPU circuit steps, if any."""
+    distinct = {run.key: run for run in runs.values()}.values()
+    tokens, flops = sum(r.tokens for r in distinct), sum(r.flops for r in distinct)
+    line = f"trains {len(distinct)} models on {tokens:,} tokens, {flops:.3g} FLOP"
+    if circuit_steps:
+        line += f", plus at most {circuit_steps:,} circuit SGD steps on the CPU"
+    return line + " (`make plan` for hours)"
+
+
+def plan(scale: str, notebooks: list[str]) -> pd.DataFrame:
+    """One row per distinct training run: notebook, run, params (millions, without embeddings), tokens
+    (millions) and PFLOPs."""
+    rows, seen = [], set()
+    for notebook in notebooks:
+        for label, run in notebook_runs(notebook, scale).items():
+            if run.key in seen:
+                continue
+            seen.add(run.key)
+            params = _non_embedding_params(run.model)
+            rows.append({
+                "notebook": notebook, "run": label, "params_M": params / 1e6, "tokens_M": run.tokens / 1e6,
+                "PFLOPs": run.flops / 1e15,
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def circuit_steps(scale: str) -> int:
+    """QK-speed's CPU-side SGD steps at ``scale`` (see ``QKSpeedExperiment.circuit_steps``)."""
+    from attnlab.papers import qk_speed
+
+    return qk_speed.configure(scale=scale, device="cpu").circuit_steps()
+
+
+def summary(runs: pd.DataFrame, tflops: float, mfu: float, gpus: int) -> pd.DataFrame:
+    """Per notebook: runs, tokens (billions), PFLOPs and the hours on ``gpus`` devices of ``tflops`` peak
+    each at ``mfu`` utilisation (perfect scaling assumed)."""
+    out = runs.groupby("notebook", sort=False).agg(
+        runs=("run", "size"), tokens_B=("tokens_M", "sum"), PFLOPs=("PFLOPs", "sum")
+    )
+    out["tokens_B"] /= 1e3
+    out.loc["total"] = out.sum()
+    out["hours"] = out["PFLOPs"] * 1e15 / (gpus * tflops * 1e12 * mfu) / 3600
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from attnlab.runner.run import NOTEBOOKS
+
+    parser = argparse.ArgumentParser(prog="python -m attnlab.runner.plan", description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=SCALES, default="gpu")
+    parser.add_argument("--notebooks", nargs="+", choices=sorted(NOTEBOOKS), default=list(NOTEBOOKS))
+    parser.add_argument("--tflops", type=float, default=H100_BF16_TFLOPS, help="peak TFLOP/s per device")
+    parser.add_argument("--mfu", type=float, default=0.3, help="sustained fraction of the peak (0-1]")
+    parser.add_argument("--gpus", type=int, default=1, help="devices training together")
+    parser.add_argument("--runs", action="store_true", help="also list every run")
+    parser.add_argument("--circuit-ms", type=float, default=CIRCUIT_MS, help="ms per circuit step, one core")
+    parser.add_argument("--workers", type=int, default=16, help="CPU cores for QK-speed's circuit runs")
+    args = parser.parse_args(argv)
+    if not 0 < args.mfu <= 1 or min(args.tflops, args.circuit_ms) <= 0 or min(args.gpus, args.workers) < 1:
+        parser.error("--mfu must be in (0, 1], --tflops and --circuit-ms positive, --gpus and --workers >= 1")
+    runs = plan(args.scale, args.notebooks)
+    with pd.option_context(
+        "display.width", 120, "display.max_rows", None, "display.float_format", "{:,.3g}".format
+    ):
+        if args.runs:
+            print(runs.to_string(index=False), end="\n\n")
+        print(
+            f"scale {args.scale}: training only, at {args.mfu:.0%} of {args.tflops:g} TFLOP/s on "
+            f"{args.gpus} device(s)"
+        )
+        print(summary(runs, args.tflops, args.mfu, args.gpus).to_string())
+    if "qk_speed" in args.notebooks:
+        steps = circuit_steps(args.scale)
+        core_h = steps * args.circuit_ms / 1e3 / 3600
+        print(
+            f"\nqk_speed on the CPU: {steps:,} circuit steps at most, {core_h:.3g} core-hours at "
+            f"{args.circuit_ms:g} ms/step, {core_h / args.workers:.3g} h on {args.workers} cores"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Execute the paper notebooks headlessly with papermill.
+
+    python -m attnlab.runner.run --scale cpu --notebooks xsa [-p seeds=[0,1,2] ...]
+    python -m attnlab.runner.run --scale paper --nproc 8   # train with 8 processes under torchrun
+    # re-execute at smoke scale into notebooks/ (outputs for nbval)
+    python -m attnlab.runner.run --store
+
+Parameters are checked against each notebook's ``parameters`` cell and its paper module's ``configure`` before
+any notebook starts. Executed copies land in ``build/notebooks/<scale>/``, never over the sources; figures and
+claims in ``figures/<scale>/<paper>/``; every paper's claims are gathered into ``figures/<scale>/REPORT.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from attnlab import paths
+from attnlab.errors import ParameterError
+from attnlab.runner.claims import gather_report
+from attnlab.runner.params import SCALES
+from attnlab.training.launch import NPROC_ENV
+
+# notebook name -> the module whose ``configure(**parameters)`` validates its parameters
+NOTEBOOKS = {
+    "xsa": "attnlab.papers.xsa",
+    "qk_speed": "attnlab.papers.qk_speed",
+    "contribution_weights": "attnlab.papers.contribution_weights",
+    "sd_routing": "attnlab.papers.sd_routing",
+}
+
+
+def notebooks_dir() -> Path:
+    root = paths.repo_root()
+    if root is None:
+        raise SystemExit("attnlab.runner.run needs a checkout of the repository (notebooks/ not found)")
+    return root / "notebooks"
+
+
+def default_scale() -> str:
+    import torch
+
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
+def parse_assignment(text: str) -> tuple[str, object]:
+    """``key=value`` with value a Python literal (``[0, 1]``, ``3``) or, failing that, a plain string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise ParameterError(f"parameters are given as key=value; got {text!r}")
+    try:
+        return key, ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return key, raw
+
+
+def resolve_parameters(name: str, overrides: dict[str, object]) -> dict[str, object]:
+    """The notebook's declared parameters with ``overrides`` applied, validated by its paper module."""
+    import papermill
+
+    if name not in NOTEBOOKS:
+        raise ParameterError(f"unknown notebook {name!r}; choose from {sorted(NOTEBOOKS)}")
+    declared = papermill.inspect_notebook(str(notebooks_dir() / f"{name}.ipynb"))
+    unknown = sorted(set(overrides) - set(declared))
+    if unknown:
+        known = ", ".join(f"{k} ({v['help']})" for k, v in declared.items())
+        raise ParameterError(f"{name}: unknown parameter(s) {unknown}; this notebook takes: {known}")
+    merged = {k: ast.literal_eval(v["default"]) for k, v in declared.items()} | overrides
+    importlib.import_module(NOTEBOOKS[name]).configure(**merged).check_data()
+    return merged
+
+
+def execute(source: Path, target: Path, parameters: dict[str, object], log_output: bool) -> None:
+    """Run ``source`` into ``target`` atomically; a failed run is kept as ``<name>.failed.ipynb``."""
+    import papermill
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial.ipynb")
+    try:
+        papermill.execute_notebook(
+            str(source), str(partial), parameters=parameters, kernel_name="python3",
+            cwd=str(source.parent), log_output=log_output, progress_bar=sys.stderr.isatty(),
+        )  # fmt: skip
+    except BaseException:
+        if partial.exists():
+            os.replace(partial, target.with_suffix(".failed.ipynb"))
+        raise
+    os.replace(partial, target)
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def strip_noise(path: Path) -> None:
+    """Drop papermill's per-cell timing metadata, and the progress-bar widgets (their state, with random ids,
+    and their views, whose stored text is the bar at 0 %), so a stored notebook changes only when its outputs
+    do."""
+    nb = json.loads(path.read_text())
+    nb["metadata"].pop("papermill", None)
+    nb["metadata"].pop("widgets", None)
+    for cell in nb["cells"]:
+        cell["metadata"].pop("papermill", None)
+        cell["metadata"].pop("execution", None)
+        if "outputs" in cell:
+            cell["outputs"] = [out for out in cell["outputs"] if WIDGET_VIEW not in out.get("data", {})]
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnlab.runner.run", description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=SCALES, help="default: gpu where CUDA is available, else cpu")
+    parser.add_argument("--notebooks", default="", help="comma-separated names (default: all)")
+    parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--quiet", action="store_true", help="do not stream notebook output")
+    parser.add_argument(
+        "--nproc", type=int, help=f"training processes on this node, under torchrun (sets {NPROC_ENV})"
+    )
+    parser.add_argument(
+        "--store", action="store_true", help="execute at smoke scale into notebooks/ (for nbval)"
+    )
+    args = parser.parse_args(argv)
+
+    names = [n for n in args.notebooks.replace(",", " ").split() if n] or list(NOTEBOOKS)
+    scale = "smoke" if args.store else (args.scale or default_scale())
+    try:
+        overrides = dict(parse_assignment(p) for p in args.param)
+        if args.store and (overrides or args.scale not in (None, "smoke")):
+            raise ParameterError("--store runs the notebooks with their stored (smoke) parameters only")
+        if args.nproc is not None and args.nproc < 1:
+            raise ParameterError(f"--nproc must be at least 1; got {args.nproc}")
+        plan = {n: resolve_parameters(n, overrides | ({} if args.store else {"scale": scale})) for n in names}
+    except ParameterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+    if args.nproc is not None:
+        os.environ[NPROC_ENV] = str(
+            args.nproc
+        )  # the notebook kernels inherit it; attnlab.training.launch reads it
+    walls = {}
+    for i, (name, params) in enumerate(plan.items(), 1):
+        print(f"[{i}/{len(plan)}] {name} (scale={scale}) ...", flush=True)
+        source = notebooks_dir() / f"{name}.ipynb"
+        start = time.perf_counter()
+        if args.store:
+            target = paths.build_dir() / "notebooks" / "store" / f"{name}.ipynb"
+            execute(source, target, {}, log_output=not args.quiet)
+            strip_noise(target)
+            os.replace(target, source)
+            target = source
+        else:
+            target = paths.build_dir() / "notebooks" / scale / f"{name}.ipynb"
+            execute(source, target, params, log_output=not args.quiet)
+        walls[name] = time.perf_counter() - start
+        print(f"[{i}/{len(plan)}] {name} done in {walls[name] / 60:.1f} min -> {target}", flush=True)
+
+    report = gather_report(scale)
+    print(f"\nclaims: {report}")
+    for name, wall in walls.items():
+        print(f"  {name:<24} {wall / 60:6.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""Results cache: a training run is identified by its model config, train config, data fingerprint, device
+type and the source of the modules that define the computation; an identical run is loaded, not retrained.
+
+Layout: ``build/runs/<key>/`` holds ``config.json``, ``checkpoint.pt`` while training (so an interrupted run
+resumes) and ``result.pt`` (weights and loss history) once finished. Under ``torchrun`` every rank trains and
+rank 0 alone writes these files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from attnlab import paths
+from attnlab.data import corpora as data
+from attnlab.data import shards
+from attnlab.errors import ParameterError
+from attnlab.model import GPT, GPTConfig
+from attnlab.training import distributed
+from attnlab.training.trainer import TrainConfig, TrainResult, atomic_save, resolve_device, train
+
+# Modules whose source defines what a training run computes; editing any of them invalidates the cache.
+PACKAGE = Path(__file__).resolve().parents[1]  # lib/attnlab: digests name modules relative to it
+_CODE_MODULES = ("attention.py", "model.py", "training/trainer.py", "training/distributed.py")
+
+
+def code_version() -> str:
+    """Digest of the source of the modules that define the model and its training."""
+    h = hashlib.sha256()
+    for name in _CODE_MODULES:
+        h.update((PACKAGE / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def corpus_tokens(corpus: str) -> dict[str, torch.Tensor | shards.TokenShards]:
+    """The train and validation tokens of ``corpus``: an :mod:`attnlab.data.corpora` corpus name (byte tokens
+    in memory) or the path of a folder of token shards (memory-mapped, :mod:`attnlab.data.shards`)."""
+    if corpus in data.corpus_names():
+        return data.load_tokens(corpus)
+    return shards.open_shards(Path(corpus))
+
+
+def corpus_fingerprint(corpus: str) -> str:
+    """What identifies the tokens of ``corpus`` (see :func:`corpus_tokens`)."""
+    if corpus in data.corpus_names():
+        return data.fingerprint(corpus)
+    return shards.read_meta(Path(corpus))["fingerprint"]
+
+
+def corpus_vocab_size(corpus: str) -> int:
+    """The vocabulary size of ``corpus``'s tokenizer (256 for byte tokens)."""
+    if corpus in data.corpus_names():
+        return shards.ByteTokens.vocab_size
+    return int(shards.read_meta(Path(corpus))["vocab_size"])
+
+
+def resolve_corpus(corpus: str) -> str:
+    """A corpus name as it is; a folder of token shards as an absolute path: taken as given when it exists
+    (absolute, or relative to the working directory), else inside the data folder (``data/``), where
+    ``python -m attnlab.data.shards ... --out data/shards/<name>`` writes."""
+    if corpus in data.corpus_names():
+        return corpus
+    path = Path(corpus).expanduser()
+    if path.is_absolute() or path.exists():
+        return str(path.resolve())
+    return str(paths.data_dir() / path)
+
+
+def corpus_parameter(corpus: object, default: str) -> str:
+    """A notebook's ``corpus`` parameter, resolved (:func:`resolve_corpus`); empty means ``default``."""
+    if not isinstance(corpus, str):
+        raise ParameterError(f"corpus must be a corpus name or a folder of token shards; got {corpus!r}")
+    return resolve_corpus(corpus or default)
+
+
+def corpus_tokenizer(corpus: str) -> shards.Tokenizer:
+    """The tokenizer of ``corpus``'s tokens, to encode evaluation text as its models read text."""
+    if corpus in data.corpus_names():
+        return shards.ByteTokens()
+    return shards.shard_tokenizer(shards.read_meta(Path(corpus)))
+
+
+def check_corpus(corpus: str, vocab_size: int) -> None:
+    """Fail with a :class:`attnlab.errors.ParameterError` that says what to do, before any training, when
+    ``corpus`` is neither a corpus name nor a complete shard folder, or has more token ids than the models'
+    ``vocab_size``."""
+    if corpus in data.corpus_names():
+        return
+    if not (Path(corpus) / shards.META).is_file():
+        raise ParameterError(
+            f"corpus {corpus!r} is neither a corpus name ({', '.join(data.corpus_names())}) nor a folder of "
+            f"token shards ({shards.META} missing). Build them once with "
+            f"python -m attnlab.data.shards SOURCE --out {corpus} --tokenizer gpt2 "
+            f"(SOURCE: {', '.join(shards.SOURCES)}; needs the Hugging Face "
+            "hub), or pass a corpus name as the corpus parameter."
+        )
+    have = corpus_vocab_size(corpus)
+    if have > vocab_size:
+        raise ParameterError(
+            f"corpus {corpus!r} has {have} token ids, the models' vocabulary only {vocab_size}: use this "
+            "scale with a byte-token corpus, or a scale whose models have that vocabulary (paper)"
+        )
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that determines a training run's result."""
+
+    model: GPTConfig
+    train: TrainConfig
+    # an attnlab.data.corpora corpus name, or a folder of token shards (attnlab.data.shards)
+    corpus: str = "shakespeare"
+
+    def key(self, device: torch.device) -> str:
+        blob = json.dumps(
+            {
+                "model": self.model.to_dict(),
+                "train": self.train.to_dict(),
+                "data": corpus_fingerprint(self.corpus),
+                "device": device.type,
+                "code": code_version(),
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def run_folder(spec: RunSpec, device: torch.device) -> Path:
+    """Where the cache keeps the run ``spec`` on a device of ``device``'s type."""
+    return paths.build_dir() / "runs" / spec.key(device)
+
+
+def train_cached(
+    spec: RunSpec,
+    *,
+    device: str = "auto",
+    progress: bool = True,
+    label: str = "run",
+    fsdp: bool = False,
+    micro_batch: int | None = None,
+    folder: Path | None = None,
+) -> TrainResult:
+    """Load the finished run from the cache, or train it (resuming an interrupted attempt) and store it.
+
+    ``folder`` keeps the run somewhere other than its cache folder (the command line's ``--out``); ``fsdp``
+    and ``micro_batch`` choose how it is computed (see :func:`attnlab.training.trainer.train`), not what."""
+    ctx, dev = distributed.setup(resolve_device(device))  # under torchrun: this rank's device
+    run_dir = folder if folder is not None else run_folder(spec, dev)
+    result_path = run_dir / "result.pt"
+    is_main = ctx.is_main
+    if result_path.exists():
+        state = torch.load(result_path, map_location=dev, weights_only=True)
+        model = GPT(spec.model).to(dev)
+        model.load_state_dict(state["model"])
+        if is_main:
+            print(f"{label}: loaded from cache ({run_dir.name})")
+        return TrainResult(model, state["history"], state["timing"], cached=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if is_main:
+        (run_dir / "config.json").write_text(json.dumps(spec_dict(spec)))
+    with distributed.main_first():  # rank 0 prepares a corpus's files, the others then read them
+        tokens = corpus_tokens(spec.corpus)
+    result = train(
+        spec.model,
+        spec.train,
+        tokens,
+        device=str(dev),
+        run_dir=run_dir,
+        progress=progress,
+        desc=label,
+        fsdp=fsdp,
+        micro_batch=micro_batch,
+    )
+    if is_main:
+        atomic_save(
+            {"model": result.model.state_dict(), "history": result.history, "timing": result.timing},
+            result_path,
+        )
+        (run_dir / "checkpoint.pt").unlink(missing_ok=True)
+        print(
+            f"{label}: trained {spec.train.steps} steps, {result.tokens_per_s:,.0f} tokens/s, "
+            f"final val loss {result.final_val_loss:.3f}"
+        )
+    distributed.barrier()  # every rank returns once the result is stored
+    return result
+
+
+def spec_dict(spec: RunSpec) -> dict:
+    """``spec`` as the JSON object written to ``config.json``."""
+    return {"model": spec.model.to_dict(), "train": spec.train.to_dict(), "corpus": spec.corpus}
+
+
+# --- a generic results cache (circuits, classifiers: anything that is not a ``train_cached`` LM run) ------
+
+
+def source_digest(modules: tuple[str, ...]) -> str:
+    """Digest of the source of ``modules`` (file names relative to the ``attnlab`` package, e.g.
+    ``"model.py"`` or ``"papers/qk_speed/circuits.py"``): part of a cached result's key."""
+    h = hashlib.sha256()
+    for name in modules:
+        h.update(name.encode())
+        h.update((PACKAGE / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def result_key(kind: str, config: dict, data: str = "", code: tuple[str, ...] = ()) -> str:
+    """The cache key of a result: its kind, its config (JSON-serialisable), a data fingerprint and the digest
+    of the source modules that compute it."""
+    blob = json.dumps(
+        {"kind": kind, "config": config, "data": data, "code": source_digest(code)}, sort_keys=True
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def result_path(kind: str, config: dict, data: str = "", code: tuple[str, ...] = ()) -> Path:
+    """Where ``cached_result`` keeps a result: ``build/results/<kind>/<key>.pt``."""
+    return paths.build_dir() / "results" / kind / f"{result_key(kind, config, data, code)}.pt"
+
+
+def cached_result(
+    kind: str,
+    config: dict,
+    compute,
+    *,
+    data: str = "",
+    code: tuple[str, ...] = (),
+) -> tuple[dict, bool]:
+    """Load the result of ``compute()`` from ``build/results/<kind>/<key>.pt``, or compute and store it.
+
+    The key covers ``kind``, ``config`` (a JSON-serialisable dict of everything that determines the result),
+    ``data`` (a fingerprint of the input data) and the source of the ``code`` modules, so a change to any of
+    them computes afresh. ``compute()`` must return a dict that ``torch.load(weights_only=True)`` can read
+    back (tensors, state dicts, numbers, strings, lists and dicts of them); it is written atomically, so an
+    interrupted run never leaves a half-written result. A fresh result is returned as read back from the file,
+    so a first run and a cached re-run see identical objects. Returns ``(result, loaded_from_cache)``.
+    """
+    path = result_path(kind, config, data, code)
+    if path.exists():
+        return torch.load(path, map_location="cpu", weights_only=True), True
+    atomic_save(compute(), path)
+    # Read it back as a later run will: a result weights_only cannot load fails now, not on the re-run.
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True), False
+    except Exception:
+        path.unlink(missing_ok=True)
+        raise

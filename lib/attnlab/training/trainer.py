@@ -1,0 +1,314 @@
+"""Language-model trainer: AdamW with per-group learning rates, linear warm-up then cosine decay, gradient
+clipping, periodic validation, atomic checkpoints and bit-for-bit resume.
+
+Batches are drawn from a generator seeded by (seed, step), so a run resumed from a checkpoint sees exactly the
+batches an uninterrupted run would have seen; with the same thread count a CPU run is repeatable bit for bit.
+
+Under ``torchrun`` the same code trains data-parallel (see :mod:`attnlab.training.distributed`): every rank
+draws the global batch and trains on its slice of it, so N processes compute what one would, to float
+rounding. ``python -m attnlab.training`` is the command line (:mod:`attnlab.training.launch`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from attnlab.errors import TrainingDiverged
+from attnlab.model import GPT, GPTConfig
+from attnlab.training import distributed
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 1000
+    batch_size: int = 32
+    seq_len: int = 128
+    lr: float = 1e-3
+    warmup_steps: int = 100
+    min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio (XSA paper: 1/10)
+    weight_decay: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.95)
+    grad_clip: float = 1.0
+    lr_scale: dict[str, float] = field(default_factory=dict)  # per GPT.param_group multipliers
+    eval_every: int = 100
+    eval_batches: int = 8  # validation: eval_batches x batch_size fixed windows
+    checkpoint_every: int = 250
+    seed: int = 0
+    precision: str = "fp32"  # "bf16": bfloat16 autocast for forward passes (CUDA, gpu/paper presets)
+    compile: bool = False  # torch.compile the model for the training steps
+
+    def __post_init__(self) -> None:
+        if self.precision not in ("fp32", "bf16"):
+            raise ValueError(f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    model: GPT
+    history: dict[str, list[float]]  # step, train_loss, lr (every step); val_step, val_loss
+    timing: dict[str, float]  # seconds and steps of timed training (validation excluded), tokens_per_step
+    cached: bool = False
+
+    @property
+    def final_val_loss(self) -> float:
+        return self.history["val_loss"][-1]
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Training throughput of the steps this process (or the run it resumed) actually computed."""
+        return self.timing["steps"] * self.timing["tokens_per_step"] / max(self.timing["seconds"], 1e-9)
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``"auto"`` picks CUDA when available, else CPU; anything else must be a device torch knows."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but CUDA is not available")
+    return dev
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up over ``warmup_steps``, then cosine decay from lr to lr * min_lr_ratio at the end."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - 1 - cfg.warmup_steps)
+    floor = cfg.lr * cfg.min_lr_ratio
+    return floor + 0.5 * (cfg.lr - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with one parameter group per (``GPT.param_group``, decayed?) pair; matrices are decayed."""
+    groups: dict[tuple[str, bool], list[torch.nn.Parameter]] = {}
+    for name, p in model.named_parameters():
+        groups.setdefault((model.param_group(name), p.dim() >= 2), []).append(p)
+    unknown = set(cfg.lr_scale) - {g for g, _ in groups}
+    if unknown:
+        raise ValueError(f"lr_scale names unknown parameter groups {sorted(unknown)}")
+    param_groups = [
+        {
+            "params": params,
+            "name": name,
+            "lr_scale": cfg.lr_scale.get(name, 1.0),
+            "weight_decay": cfg.weight_decay if decay else 0.0,
+        }
+        for (name, decay), params in sorted(groups.items())
+    ]
+    fused = next(model.parameters()).device.type == "cuda"
+    return torch.optim.AdamW(param_groups, lr=cfg.lr, betas=cfg.betas, fused=fused)
+
+
+def _step_generator(seed: int, step: int) -> torch.Generator:
+    state = np.random.SeedSequence([seed, step]).generate_state(2, dtype=np.uint64)[0]
+    return torch.Generator().manual_seed(int(state) >> 1)
+
+
+def sample_batch(
+    tokens: torch.Tensor,
+    batch_size: int,
+    seq_len: int,
+    generator: torch.Generator,
+    rows: slice = slice(None),
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows of a 1-D token tensor: inputs and next-token targets, each (B, T) int64. ``rows``
+    selects some of the batch's windows (a rank's slice) without changing which windows the batch holds."""
+    starts = torch.randint(len(tokens) - seq_len - 1, (batch_size,), generator=generator)[rows]
+    windows = tokens[starts[:, None] + torch.arange(seq_len + 1)].long()  # (B, T + 1)
+    return windows[:, :-1], windows[:, 1:]
+
+
+def validation_windows(tokens: torch.Tensor, n: int, seq_len: int) -> torch.Tensor:
+    """``n`` evenly spaced windows of length seq_len + 1 over the split: the same for every run and seed."""
+    starts = torch.linspace(0, len(tokens) - seq_len - 1, n).long()
+    return tokens[starts[:, None] + torch.arange(seq_len + 1)].long()  # (n, T + 1)
+
+
+def _autocast(device: torch.device, precision: str) -> torch.autocast:
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
+@torch.no_grad()
+def evaluate(
+    model: GPT, windows: torch.Tensor, batch_size: int, device: torch.device, precision: str = "fp32"
+) -> float:
+    """Mean next-token cross-entropy (nats) over validation windows."""
+    model.eval()
+    total = 0.0
+    for chunk in windows.split(batch_size):
+        chunk = chunk.to(device)
+        with _autocast(device, precision):
+            _, loss = model(chunk[:, :-1], chunk[:, 1:])
+        total += loss.item() * len(chunk)
+    model.train()
+    return total / len(windows)
+
+
+def _forward_backward(
+    step_model: torch.nn.Module,
+    wrapped: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    micro: int,
+    device: torch.device,
+    precision: str,
+) -> torch.Tensor:
+    """Gradients of the mean loss over a rank's rows, in passes of ``micro`` rows (DDP synchronises only the
+    last); returns that mean loss."""
+    n = len(x) // micro
+    losses = []
+    for i, (xm, ym) in enumerate(zip(x.split(micro), y.split(micro), strict=True)):
+        with distributed.gradient_sync(wrapped, i == n - 1):
+            with _autocast(device, precision):
+                _, loss = step_model(xm.to(device), ym.to(device))
+            (loss / n).backward()
+        losses.append(loss.detach())
+    return torch.stack(losses).mean()
+
+
+def atomic_save(obj: object, path: Path) -> None:
+    """torch.save to a temporary sibling, then rename: a crash never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _progress(total: int, initial: int, desc: str, enabled: bool) -> tqdm:
+    # Outside a terminal (papermill, CI logs) refresh rarely so the log stays a few readable lines.
+    interactive = sys.stderr.isatty()
+    return tqdm(
+        total=total,
+        initial=initial,
+        desc=desc,
+        disable=not enabled,
+        file=sys.stderr,
+        ascii=not interactive,
+        ncols=100,
+        mininterval=0.5 if interactive else 15.0,
+    )
+
+
+def train(
+    model_cfg: GPTConfig,
+    cfg: TrainConfig,
+    data: dict[str, torch.Tensor],
+    *,
+    device: str = "auto",
+    run_dir: Path | None = None,
+    progress: bool = True,
+    desc: str = "train",
+    on_step: Callable[[int], None] | None = None,
+    fsdp: bool = False,
+    micro_batch: int | None = None,
+) -> TrainResult:
+    """Train a GPT on ``data["train"]``, validating on ``data["validation"]`` (1-D token tensors, or
+    :class:`attnlab.data.shards.TokenShards`).
+
+    With ``run_dir``, a checkpoint is written there every ``checkpoint_every`` steps and an existing one is
+    resumed from; the resumed run ends with the same weights and losses as an uninterrupted one.
+    ``on_step(step)`` is called after each completed step (tests use it to simulate an interruption).
+
+    Under ``torchrun`` each rank trains on its slice of every global batch of ``batch_size`` rows with
+    DistributedDataParallel, or with ``fsdp`` FSDP-sharded; losses are averaged over the ranks, only rank 0
+    writes checkpoints and shows progress, and every rank resumes from the same checkpoint. With ``fsdp`` the
+    returned model on rank 0 is a full copy on the CPU (the other ranks get their shards). ``micro_batch``
+    rows per forward pass (default, or when larger: all of a rank's rows) accumulate the gradient of a step
+    in several passes.
+    """
+    ctx, dev = distributed.setup(resolve_device(device))
+    rows = ctx.shard(cfg.batch_size)  # this rank's rows of every global batch
+    local_rows = rows.stop - rows.start
+    micro = min(micro_batch or local_rows, local_rows)
+    if local_rows % micro:
+        raise ValueError(f"micro_batch={micro} does not divide the {local_rows} rows per process")
+    torch.manual_seed(cfg.seed)
+    model = GPT(model_cfg).to(dev)
+    wrapped = distributed.wrap(model, dev, fsdp)
+    sharded = distributed.is_sharded(model)
+    opt = make_optimizer(model, cfg)
+    history: dict[str, list[float]] = {k: [] for k in ("step", "train_loss", "lr", "val_step", "val_loss")}
+    timing = {"seconds": 0.0, "steps": 0, "tokens_per_step": cfg.batch_size * cfg.seq_len}
+    ckpt_path = run_dir / "checkpoint.pt" if run_dir is not None else None
+    start = 0
+    if ckpt_path is not None and ckpt_path.exists():
+        state = torch.load(ckpt_path, map_location="cpu" if sharded else dev, weights_only=True)
+        if state.get("sharded", False) != sharded:
+            mode = "with" if state.get("sharded", False) else "without"
+            raise ValueError(f"{ckpt_path} was written {mode} FSDP sharding: resume it {mode} FSDP")
+        distributed.load_full_state(model, opt, state["model"], state["optimizer"])
+        start, history, timing = state["step"], state["history"], state["timing"]
+    n_val = cfg.eval_batches * cfg.batch_size
+    val = validation_windows(data["validation"], n_val, cfg.seq_len)[ctx.shard(n_val)]
+
+    def validate() -> float:
+        return distributed.mean(evaluate(model, val, micro, dev, cfg.precision))
+
+    if start == 0:
+        history["val_step"].append(0)
+        history["val_loss"].append(validate())
+    step_model = torch.compile(wrapped) if cfg.compile else wrapped
+
+    bar = _progress(cfg.steps, start, desc, progress and ctx.is_main)
+    for step in range(start, cfg.steps):
+        t0 = time.perf_counter()
+        lr = lr_at(step, cfg)
+        for group in opt.param_groups:
+            group["lr"] = lr * group["lr_scale"]
+        x, y = sample_batch(data["train"], cfg.batch_size, cfg.seq_len, _step_generator(cfg.seed, step), rows)
+        opt.zero_grad(set_to_none=True)
+        loss_value = distributed.mean(_forward_backward(step_model, wrapped, x, y, micro, dev, cfg.precision))
+        if not math.isfinite(loss_value):
+            bar.close()
+            raise TrainingDiverged(
+                f"{desc}: loss became {loss_value} at step {step} (lr {lr:.3g}); lower the learning "
+                "rate or check the data. No result was written."
+            )
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        timing["seconds"] += time.perf_counter() - t0
+        timing["steps"] += 1
+        history["step"].append(step + 1)
+        history["train_loss"].append(loss_value)
+        history["lr"].append(lr)
+        done = step + 1
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            history["val_step"].append(done)
+            history["val_loss"].append(validate())
+            bar.set_postfix(train=f"{loss_value:.3f}", val=f"{history['val_loss'][-1]:.3f}", refresh=False)
+        if ckpt_path is not None and done % cfg.checkpoint_every == 0 and done < cfg.steps:
+            model_state, opt_state = distributed.full_state(model, opt)
+            if ctx.is_main:
+                atomic_save(
+                    {
+                        "model": model_state,
+                        "optimizer": opt_state,
+                        "step": done,
+                        "history": history,
+                        "timing": timing,
+                        "sharded": sharded,
+                    },
+                    ckpt_path,
+                )
+        bar.update(1)
+        if on_step is not None:
+            on_step(done)
+    bar.close()
+    return TrainResult(distributed.unsharded(model, model_cfg), history, timing)
