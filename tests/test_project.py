@@ -76,3 +76,20 @@ def test_stored_notebook_carries_executed_outputs(path):
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(c["execution_count"] for c in code[1:]), "run `make store-notebooks`"
     assert not any(o.get("output_type") == "error" for c in code for o in c["outputs"])
+
+
+def test_no_core_module_imports_a_paper():
+    """The core (attention, model, metrics, hf, errors, paths) and the training and data packages know no paper:
+    they never import ``attnlab.papers`` (the runner and the tools find papers through its registry)."""
+    import ast
+
+    package = ROOT / "lib" / "attnlab"
+    core = [package / f"{m}.py" for m in ("attention", "model", "metrics", "hf", "errors", "paths")]
+    core += sorted((package / "training").glob("*.py")) + sorted((package / "data").glob("*.py"))
+    offenders = []
+    for path in core:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith("attnlab.papers")]
+    assert len(core) > 10 and not offenders, offenders

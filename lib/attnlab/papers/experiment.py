@@ -28,6 +28,11 @@ class PaperExperiment:
         """The device the ``device`` parameter resolves to on this machine (``auto``: CUDA if available)."""
         return resolve_device(self.device)
 
+    def circuit_steps(self) -> int:
+        """Training steps the experiment runs on CPU cores outside the GPU plan (QK-speed's circuits), at
+        most; 0 for the others."""
+        return 0
+
     def check_data(self) -> None:
         """Fail with a clear message, before any compute, when data the experiment trains on is missing
         (the runner calls it for every notebook before running any; training calls it first)."""

@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from attnlab.model import GPT, GPTConfig
+from attnlab.papers import PAPERS
 from attnlab.runner.params import SCALES
 from attnlab.training.cache import RunSpec, spec_dict
 
@@ -74,11 +75,14 @@ class PlannedRun:
 
 def notebook_runs(notebook: str, scale: str) -> dict[str, PlannedRun]:
     """The training runs of ``notebook`` at ``scale`` with its default parameters, by label."""
-    from attnlab.runner.run import NOTEBOOKS
+    return experiment(notebook, scale).planned_runs()
 
-    if notebook not in NOTEBOOKS:
-        raise ValueError(f"unknown notebook {notebook!r}; choose from {sorted(NOTEBOOKS)}")
-    return importlib.import_module(NOTEBOOKS[notebook]).configure(scale=scale, device="cpu").planned_runs()
+
+def experiment(notebook: str, scale: str):
+    """``notebook``'s experiment at ``scale`` with its default parameters (found through the registry)."""
+    if notebook not in PAPERS:
+        raise ValueError(f"unknown notebook {notebook!r}; choose from {sorted(PAPERS)}")
+    return importlib.import_module(PAPERS[notebook]).configure(scale=scale, device="cpu")
 
 
 def describe(runs: dict[str, PlannedRun], circuit_steps: int = 0) -> str:
@@ -109,11 +113,9 @@ def plan(scale: str, notebooks: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def circuit_steps(scale: str) -> int:
-    """QK-speed's CPU-side SGD steps at ``scale`` (see ``QKSpeedExperiment.circuit_steps``)."""
-    from attnlab.papers import qk_speed
-
-    return qk_speed.configure(scale=scale, device="cpu").circuit_steps()
+def circuit_steps(scale: str, notebooks: list[str] | None = None) -> int:
+    """The CPU-side steps of ``notebooks`` (default: all) at ``scale``: ``PaperExperiment.circuit_steps``."""
+    return sum(experiment(n, scale).circuit_steps() for n in notebooks or PAPERS)
 
 
 def summary(runs: pd.DataFrame, tflops: float, mfu: float, gpus: int) -> pd.DataFrame:
@@ -129,11 +131,9 @@ def summary(runs: pd.DataFrame, tflops: float, mfu: float, gpus: int) -> pd.Data
 
 
 def main(argv: list[str] | None = None) -> int:
-    from attnlab.runner.run import NOTEBOOKS
-
     parser = argparse.ArgumentParser(prog="python -m attnlab.runner.plan", description=__doc__.split("\n")[0])
     parser.add_argument("--scale", choices=SCALES, default="gpu")
-    parser.add_argument("--notebooks", nargs="+", choices=sorted(NOTEBOOKS), default=list(NOTEBOOKS))
+    parser.add_argument("--notebooks", nargs="+", choices=sorted(PAPERS), default=list(PAPERS))
     parser.add_argument("--tflops", type=float, default=H100_BF16_TFLOPS, help="peak TFLOP/s per device")
     parser.add_argument("--mfu", type=float, default=0.3, help="sustained fraction of the peak (0-1]")
     parser.add_argument("--gpus", type=int, default=1, help="devices training together")
@@ -154,11 +154,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.gpus} device(s)"
         )
         print(summary(runs, args.tflops, args.mfu, args.gpus).to_string())
-    if "qk_speed" in args.notebooks:
-        steps = circuit_steps(args.scale)
+    steps = circuit_steps(args.scale, args.notebooks)
+    if steps:
         core_h = steps * args.circuit_ms / 1e3 / 3600
         print(
-            f"\nqk_speed on the CPU: {steps:,} circuit steps at most, {core_h:.3g} core-hours at "
+            f"\non the CPU: {steps:,} circuit steps at most, {core_h:.3g} core-hours at "
             f"{args.circuit_ms:g} ms/step, {core_h / args.workers:.3g} h on {args.workers} cores"
         )
     return 0
