@@ -11,3 +11,15 @@ class TrainingDiverged(RuntimeError):
 
 class ArtifactError(RuntimeError):
     """An artifact could not be fetched, verified or extracted (the message says what to do)."""
+
+
+class CorruptFile(RuntimeError):
+    """A file the project wrote earlier fails its check on reading: its SHA-256 differs from the one recorded
+    when it was written, its checksum record is missing, or it cannot be parsed. The message names the file
+    and what to do; callers that can rebuild the file from a verified source catch it and do so."""
+
+    def __init__(
+        self, path: object, problem: str, remedy: str = "delete it and run again to rebuild it"
+    ) -> None:
+        self.path = path
+        super().__init__(f"{path}: {problem}; {remedy}")
