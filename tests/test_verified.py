@@ -40,7 +40,7 @@ def test_round_trips_of_every_kind(tmp_path):
         lambda p: verified.record_path(p).write_text("garbage"),
         lambda p: p.unlink(),
     ],
-    ids=["flipped", "first-byte", "truncated", "extended", "no-record", "edited-record", "bad-record", "missing"],
+    ids=["flipped", "first-byte", "truncated", "extended", "no-record", "edited-rec", "bad-rec", "missing"],
 )
 def test_any_damage_is_detected_and_names_the_file(tmp_path, damage):
     path = tmp_path / "result.pt"
