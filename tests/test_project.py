@@ -79,8 +79,9 @@ def test_stored_notebook_carries_executed_outputs(path):
 
 
 def test_no_core_module_imports_a_paper():
-    """The core (attention, model, metrics, hf, errors, paths) and the training and data packages know no paper:
-    they never import ``attnlab.papers`` (the runner and the tools find papers through its registry)."""
+    """The core (attention, model, metrics, hf, errors, paths) and the training and data packages know no
+    paper: they never import ``attnlab.papers`` (the runner and the tools find papers through its
+    registry)."""
     import ast
 
     package = ROOT / "lib" / "attnlab"
