@@ -1,6 +1,9 @@
-"""Contribution weights: a geometric analysis of self-attention (arXiv 2606.07604): scale presets and the"""
+"""Contribution weights: a geometric analysis of self-attention (arXiv 2606.07604): scale presets and the
+paper's constants (``presets``), the experiment (``experiment``), the claims table (``claims``) and the
+figures (``plots``)."""
 
-from attnlab.papers.contribution_weights.experiment import (
+from attnlab.papers.contribution_weights.experiment import ContributionExperiment, configure
+from attnlab.papers.contribution_weights.presets import (
     DOWNSTREAM,
     FRACTIONS,
     MEASURE_LABELS,
@@ -8,10 +11,8 @@ from attnlab.papers.contribution_weights.experiment import (
     PAPER,
     PRESETS,
     TEXT_SETS,
-    ContributionExperiment,
     OwnModel,
     Preset,
-    configure,
 )
 
 __all__ = [

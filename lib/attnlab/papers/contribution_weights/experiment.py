@@ -1,13 +1,13 @@
-"""Contribution weights: a geometric analysis of self-attention (arXiv 2606.07604): scale presets and the
-experiments of its notebook.
+"""Contribution weights: a geometric analysis of self-attention (arXiv 2606.07604): the experiments of its
+notebook (its scale presets are in ``presets``, its claims table in ``claims``).
 
 The notebook ``notebooks/contribution_weights.ipynb`` calls ``configure`` with its parameters, then the
 methods of the returned ``ContributionExperiment``. The pretrained model is SmolLM2-135M (the one Llama-family
-model that ships offline, papers/contribution-weights.md) unless the ``model`` parameter names another Hugging
-Face causal LM (a hub name in the local cache or a folder); this project's own GPT, trained on Shakespeare, is
-analysed beside it. Every result goes through ``attnlab.training.cache.cached_result``, keyed by the model,
-the settings and the source of the modules that compute it: a re-run with unchanged parameters recomputes
-nothing and does not even load the model."""
+model that ships offline, docs/papers/contribution-weights.md) unless the ``model`` parameter names another
+Hugging Face causal LM (a hub name in the local cache or a folder); this project's own GPT, trained on
+Shakespeare, is analysed beside it. Every result goes through ``attnlab.training.cache.cached_result``, keyed
+by the model, the settings and the source of the modules that compute it: a re-run with unchanged parameters
+recomputes nothing and does not even load the model."""
 
 from __future__ import annotations
 
@@ -26,16 +26,22 @@ from attnlab.data.corpora import load_corpus
 from attnlab.data.tasks import answer_text, load_task
 from attnlab.errors import ParameterError
 from attnlab.hf import TextModel, capture, load_text_model, value_scale
-from attnlab.metrics import IMPORTANCE_MEASURES, contribution_weights
-from attnlab.model import GPTConfig
+from attnlab.metrics import contribution_weights
+from attnlab.papers.contribution_weights import claims as paper_claims
 from attnlab.papers.contribution_weights.faithfulness import (
     MODES,
-    SCOPES,
     choice_accuracy,
     curve_areas,
-    hierarchy_holds,
     intervention_curves,
     token_nll,
+)
+from attnlab.papers.contribution_weights.presets import (
+    DOWNSTREAM,
+    MEASURES,
+    PAPER,
+    PRESETS,
+    TEXT_SETS,
+    Preset,
 )
 from attnlab.papers.contribution_weights.sinks import (
     convex_fit,
@@ -45,27 +51,11 @@ from attnlab.papers.contribution_weights.sinks import (
     sink_value_cosines,
 )
 from attnlab.papers.experiment import PaperExperiment
-from attnlab.runner.claims import Claim, signed
+from attnlab.runner.claims import Claim
 from attnlab.runner.params import check_device, check_scale, check_subset
 from attnlab.runner.plan import PlannedRun
 from attnlab.training.cache import RunSpec, cached_result
 from attnlab.training.launch import launch
-from attnlab.training.trainer import TrainConfig
-
-PAPER = "contribution_weights"
-MEASURES = tuple(IMPORTANCE_MEASURES)  # least faithful first, the paper's hierarchy
-MEASURE_LABELS = {
-    "raw": "raw attention",
-    "value_weighted": "value-weighted",
-    "output_normalised": "value-weighted, output-normalised",
-    "contribution": "contribution weights",
-}
-TEXT_SETS = {
-    "brown": "Brown corpus, held-out split (stand-in for FineWeb-Edu)",
-    "shakespeare": "Shakespeare, held-out split",
-    "math": "MathQA word problems with answers, BIG-bench (stand-in for GSM8K)",
-}
-DOWNSTREAM = {"winowhy": "Winogrande", "strategyqa": "BoolQ"}  # our stand-in -> the paper's set
 
 _CODE = (
     "hf.py",
@@ -74,86 +64,9 @@ _CODE = (
     "papers/contribution_weights/sinks.py",
     "data/tasks.py",
     "papers/contribution_weights/experiment.py",
+    "papers/contribution_weights/presets.py",
 )
 _MATH_ITEMS = 3000  # MathQA problems written out as the math text set
-
-
-# --- presets ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OwnModel:
-    """This project's GPT, trained on ``corpus`` and analysed beside the pretrained model."""
-
-    model: GPTConfig
-    train: TrainConfig
-    windows: int  # held-out windows of ``model.block_size`` bytes for its faithfulness curves
-    corpus: str = "shakespeare"
-
-
-@dataclass(frozen=True)
-class Preset:
-    model: str  # "smollm2" (the offline artifact), a hub name in the local cache, or a folder
-    dtype: str  # float32 | bfloat16
-    window: int  # tokens per text window
-    windows: int  # windows per text set
-    batch_size: int
-    fractions: tuple[float, ...]  # fractions of value terms zeroed per query
-    scopes: tuple[
-        str, ...
-    ]  # ranking scopes of the faithfulness curves (attnlab.papers.contribution_weights.faithfulness.SCOPES)
-    task_limit: int  # multiple-choice items per downstream task
-    task_fraction: float  # the fraction zeroed for the downstream accuracies
-    fig1_tokens: int  # length of the Fig. 1 passage
-    own: OwnModel
-    bench_lengths: tuple[int, ...]  # sequence lengths of the cost benchmark
-    bench_naive_max_gb: float  # the naive implementation runs only where its terms tensor fits this
-    bench_repeats: int
-
-
-def _own(n_layer: int, d_model: int, steps: int, seq: int, windows: int) -> OwnModel:
-    model = GPTConfig(
-        n_layer=n_layer, d_model=d_model, n_head=4, head_dim=d_model // 4, block_size=seq, pos="rope"
-    )
-    train = TrainConfig(
-        steps=steps, batch_size=32, seq_len=seq, lr=2e-3, warmup_steps=steps // 10, eval_every=steps // 5,
-        eval_batches=4,
-    )  # fmt: skip
-    return OwnModel(model, train, windows)
-
-
-FRACTIONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
-
-PRESETS: dict[str, Preset] = {
-    # About a minute on a CPU (most of it loading SmolLM2).
-    "smoke": Preset(
-        model="smollm2", dtype="float32", window=24, windows=2, batch_size=2, fractions=(0.0, 0.3, 0.6),
-        scopes=SCOPES,
-        task_limit=4, task_fraction=0.3, fig1_tokens=16, own=_own(2, 32, 40, 32, 2),
-        bench_lengths=(32, 64), bench_naive_max_gb=0.5, bench_repeats=2,
-    ),
-    # A 2-core laptop, under 30 minutes.
-    "cpu": Preset(
-        model="smollm2", dtype="float32", window=128, windows=8, batch_size=8, fractions=FRACTIONS,
-        scopes=SCOPES,
-        task_limit=100, task_fraction=0.3, fig1_tokens=32, own=_own(4, 128, 600, 128, 32),
-        bench_lengths=(512, 1024, 2048), bench_naive_max_gb=8.0, bench_repeats=3,
-    ),
-    # One GPU: longer windows, many more of them, the full downstream sets' first thousand items.
-    "gpu": Preset(
-        model="smollm2", dtype="bfloat16", window=512, windows=64, batch_size=16, fractions=FRACTIONS,
-        scopes=SCOPES,
-        task_limit=1000, task_fraction=0.3, fig1_tokens=32, own=_own(6, 384, 5000, 512, 256),
-        bench_lengths=(512, 1024, 2048), bench_naive_max_gb=40.0, bench_repeats=10,
-    ),
-    # The paper's protocol on a 7-8B model (pass its name or folder as ``model``; it needs the weights).
-    "paper": Preset(
-        model="mistralai/Mistral-7B-v0.1", dtype="bfloat16", window=1024, windows=256, batch_size=4,
-        fractions=FRACTIONS, scopes=SCOPES, task_limit=2000, task_fraction=0.3, fig1_tokens=32,
-        own=_own(6, 384, 5000, 512, 256), bench_lengths=(512, 1024, 2048, 4096), bench_naive_max_gb=40.0,
-        bench_repeats=10,
-    ),
-}  # fmt: skip
 
 
 # --- the experiment ---------------------------------------------------------------------------------------
@@ -428,197 +341,8 @@ class ContributionExperiment(PaperExperiment):
         downstream: pd.DataFrame,
         own_curves: pd.DataFrame,
     ) -> list[Claim]:
-        return [
-            self._claim_fig1(sinks),
-            *self._claims_faithfulness(curves, "pretrained"),
-            self._claim_downstream(downstream),
-            *self._claims_sinks(sinks),
-            *self._claims_faithfulness(own_curves, "own GPT"),
-        ]
-
-    def _claim_fig1(self, sinks: dict) -> Claim:
-        d = sinks["decomposition"]
-        sink = d[d["group"] == "sink"]
-        a, c = sink["mean_attention"].mean(), sink["mean_contribution"].mean()
-        high = sink[sink["mean_attention"] > 0.3]
-        verdict = "holds" if a > 0.3 and c < a / 2 else "does not hold"
-        return Claim(
-            "Fig. 1",
-            "the first token gets a large attention mass but contributes little",
-            "qualitative (two heads of a 7-8B model)",
-            f"{self.model}, all heads, Brown text: first token's mean attention {a:.2f}, mean "
-            f"contribution {c:.2f}; in the {len(high)} of {len(sink)} layers with mean attention > 0.3 its "
-            f"contribution is {high['mean_contribution'].mean():.2f}",
-            verdict + " (criterion: mean attention > 0.3 and contribution below half of it)",
-        )
-
-    def _claims_faithfulness(self, curves: pd.DataFrame, who: str) -> list[Claim]:
-        areas, log_areas = self.areas(curves), self.areas(curves, log=True)
-        claims = []
-        for scope in dict.fromkeys(areas.index.get_level_values("scope")):
-            claims += self._claims_faithfulness_scope(
-                areas.xs(scope, level="scope"), log_areas.xs(scope, level="scope"), who, scope
-            )
-        return claims
-
-    @staticmethod
-    def _most_faithful(areas: pd.DataFrame) -> tuple[list[bool], list[bool]]:
-        """Per text set: is contribution the most comprehensive, and the most sufficient?"""
-        comp, suff = [], []
-        for _, sub in areas.groupby(level="text", sort=False):
-            comp.append(sub.droplevel("text")["comprehensiveness"].idxmax() == "contribution")
-            suff.append(sub.droplevel("text")["sufficiency"].idxmin() == "contribution")
-        return comp, suff
-
-    def _claims_faithfulness_scope(
-        self, areas: pd.DataFrame, log_areas: pd.DataFrame, who: str, scope: str
-    ) -> list[Claim]:
-        # Ranked per head, the two value-weighted baselines order every row alike: only three levels remain.
-        order = MEASURES if scope == "joint" else ("raw", "value_weighted", "contribution")
-        best_comp, best_suff = self._most_faithful(areas)
-        log_comp, log_suff = self._most_faithful(log_areas)
-        order_ok, orders = [], []
-        for text, sub in areas.groupby(level="text", sort=False):
-            sub = sub.droplevel("text")
-            ok = hierarchy_holds(sub, order)
-            order_ok.append(ok["comprehensiveness"] and ok["sufficiency"])
-            comp = " < ".join(sub.loc[list(order), "comprehensiveness"].sort_values().index)
-            suff = " > ".join(sub.loc[list(order), "sufficiency"].sort_values(ascending=False).index)
-            orders.append(f"{text}: comp {comp}; suff {suff}")
-        sets = len(best_comp)
-
-        def verdict(flags: list[bool]) -> str:
-            if all(flags):
-                return "holds"
-            return "does not hold" if not any(flags) else f"inconclusive: {sum(flags)} of {sets} text sets"
-
-        model = self.model if who == "pretrained" else "this project's GPT (Shakespeare, byte-level)"
-        where = "on GSM8K and FineWeb-Edu, four 7-8B models"
-        ranking = {"head": "ranked per head", "joint": "ranked jointly across heads"}[scope]
-        hierarchy = "raw < value-weighted < output-normalised < contribution"
-        if scope == "head":
-            hierarchy = "raw < value-weighted (= output-normalised per row) < contribution"
-        return [
-            Claim(
-                "faithfulness",
-                f"contribution weights are the most faithful measure ({who}, {ranking})",
-                f"largest comprehensiveness and smallest sufficiency delta-PPL {where}",
-                f"{model}: most comprehensive on {sum(best_comp)} of {sets} sets, most sufficient on "
-                f"{sum(best_suff)} of {sets} (area of log(1 + delta PPL), which weighs the small fractions: "
-                f"{sum(log_comp)} and {sum(log_suff)} of {sets})",
-                verdict([c and s for c, s in zip(best_comp, best_suff, strict=True)]),
-            ),
-            Claim(
-                "faithfulness",
-                f"hierarchy {hierarchy} ({who}, {ranking})",
-                f"strict ordering of the area under the delta-PPL curves {where}",
-                f"{model}: " + "; ".join(orders),
-                verdict(order_ok),
-            ),
-        ]
-
-    def _claim_downstream(self, frame: pd.DataFrame) -> Claim:
-        parts, flags, chance_only = [], [], True
-        for task, sub in frame.groupby("task", sort=False):
-            clean = sub.loc[sub["measure"] == "none", "accuracy"].iloc[0]
-            n_choices = len(load_task(task, limit=1)[0].choices)
-            items = self.preset.task_limit
-            # more than two standard errors above chance, else the interventions cannot be judged
-            above = clean > 1 / n_choices + 2 * math.sqrt((1 / n_choices) * (1 - 1 / n_choices) / items)
-            chance_only &= not above
-            comp = sub[sub["mode"] == "comprehensiveness"].set_index("measure")["accuracy"]
-            suff = sub[sub["mode"] == "sufficiency"].set_index("measure")["accuracy"]
-            flags.append(comp.idxmin() == "contribution" and suff.idxmax() == "contribution")
-            parts.append(
-                f"{task} (for {DOWNSTREAM[task]}): clean {clean:.2f}; "
-                f"top {self.preset.task_fraction:g} zeroed "
-                + ", ".join(f"{m} {comp[m]:.2f}" for m in MEASURES)
-                + "; bottom zeroed "
-                + ", ".join(f"{m} {suff[m]:.2f}" for m in MEASURES)
-            )
-        if chance_only:
-            verdict = "not testable here: the clean model is at chance on every task"
-        elif all(flags):
-            verdict = "holds"
-        else:
-            verdict = "does not hold" if not any(flags) else "inconclusive: differs between tasks"
-        return Claim(
-            "downstream",
-            "interventions guided by contribution weights hurt accuracy most (top zeroed) and least (bottom)",
-            "MMLU, Winogrande, BoolQ with 7-8B models",
-            "; ".join(parts),
-            verdict,
-        )
-
-    def _claims_sinks(self, sinks: dict) -> list[Claim]:
-        d = sinks["decomposition"].groupby("group").mean(numeric_only=True)
-        s, t = d.loc["sink"], d.loc["tail"]
-        sink_geo = s["corr_contribution_geometry"] > s["corr_contribution_attention"]
-        tail_joint = t["corr_contribution_attention"] > 0.3 and t["corr_contribution_geometry"] > 0.3
-        cos = sinks["cosines"]
-        cos_mean = float((cos["mean"] * cos["n"]).sum() / cos["n"].sum())
-        neg = float((cos["negative"] * cos["n"]).sum() / cos["n"].sum())
-        fits = sinks["fits"]
-        convex = fits["p2"] > 0
-        inside = convex & (fits["vertex"] > 0) & (fits["vertex"] < 1)
-        spread = sinks["spread"].groupby("state")[["cone", "norm_cv"]].mean()
-        ppl = sinks["ppl"]
-        cone_up = spread.loc["sink removed", "cone"] > spread.loc["clean", "cone"]
-        ppl_up = ppl["sink removed"] > ppl["clean"]
-        noise_up = spread.loc["sink removed", "norm_cv"] > spread.loc["clean", "norm_cv"]
-        rises = {"cone": cone_up, "PPL": ppl_up, "noise": noise_up}
-        if all(rises.values()):
-            removal_verdict = "holds"
-        elif not (cone_up or ppl_up):  # neither of the paper's two main effects
-            removal_verdict = "does not hold"
-        else:
-            removal_verdict = "inconclusive: " + ", ".join(
-                f"{what} {'rises' if up else 'does not rise'}" for what, up in rises.items()
-            )
-        return [
-            Claim(
-                "decomposition",
-                "the sink's contribution is driven by value geometry, not attention; the tail's by attention "
-                "and alignment jointly",
-                "qualitative",
-                f"correlation of c with attention / with norm ratio x cosine (mean over layers): sink "
-                f"{signed(s['corr_contribution_attention'], 2)} / "
-                f"{signed(s['corr_contribution_geometry'], 2)}; tail "
-                f"{signed(t['corr_contribution_attention'], 2)} / "
-                f"{signed(t['corr_contribution_geometry'], 2)}; mean "
-                f"factors sink: a {s['mean_attention']:.2f}, norm ratio {s['mean_norm_ratio']:.2f}, cos "
-                f"{signed(s['mean_cosine'], 2)}",
-                ("holds" if sink_geo and tail_joint else "does not hold")
-                + " (criterion: sink correlates more with geometry than attention; tail > 0.3 with both)",
-            ),
-            Claim(
-                "sinks",
-                "the sink's projected values are anti-aligned with the other tokens'",
-                "negative cosine",
-                f"cos(v~_sink, v~_j): mean {signed(cos_mean, 3)}, negative for {100 * neg:.0f}% of "
-                "(head, token) pairs",
-                "holds" if cos_mean < 0 and neg > 0.5 else "does not hold",
-            ),
-            Claim(
-                "sinks",
-                "output norm is a convex function of the sink rate with its minimum at a sink rate below 1",
-                "convex; minimum inside (0, 1)",
-                f"quadratic fit of ||o||^2 per head: convex for {int(convex.sum())} of {len(fits)} heads, "
-                f"vertex inside (0, 1) for {int(inside.sum())} (median vertex of the convex ones "
-                f"{fits.loc[convex, 'vertex'].median():.2f})",
-                "holds" if inside.sum() > len(fits) / 2 else "does not hold",
-            ),
-            Claim(
-                "sink-norm removal",
-                "removing the sink's value norm collapses head outputs into a cone; PPL and noise rise",
-                "outputs collapse into a 'semantic cone', PPL rises",
-                f"PPL {ppl['clean']:.1f} -> {ppl['sink removed']:.1f}; cone (mean cos to the head's mean "
-                f"direction) {spread.loc['clean', 'cone']:.2f} -> {spread.loc['sink removed', 'cone']:.2f}; "
-                f"norm CV {spread.loc['clean', 'norm_cv']:.2f} -> "
-                f"{spread.loc['sink removed', 'norm_cv']:.2f}",
-                removal_verdict,
-            ),
-        ]  # fmt: skip
+        """The claims table (:func:`attnlab.papers.contribution_weights.claims.claims`)."""
+        return paper_claims.claims(self, sinks, curves, downstream, own_curves)
 
 
 def _pool_cosines(rows: list[dict]) -> dict:

@@ -1,5 +1,5 @@
 """Faithfulness of importance measures by causal intervention (arXiv 2606.07604,
-papers/contribution-weights.md, "faithfulness" and "downstream").
+docs/papers/contribution-weights.md, claims "faithfulness" and "downstream").
 
 For each layer, query position i and importance measure m (``attnlab.metrics.IMPORTANCE_MEASURES``), the value
 terms a^h_ij v~^h_j are ranked by m^h_ij and a fraction of them is zeroed in every layer at once:

@@ -9,7 +9,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.colors import TwoSlopeNorm
 
-from attnlab.papers.contribution_weights.experiment import MEASURE_LABELS, MEASURES
+from attnlab.papers.contribution_weights.presets import MEASURE_LABELS, MEASURES
 
 MEASURE_COLORS = dict(zip(MEASURES, sns.color_palette("colorblind", len(MEASURES)), strict=True))
 

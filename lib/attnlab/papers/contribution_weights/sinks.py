@@ -1,5 +1,6 @@
-"""Attention sinks through the lens of contribution weights (arXiv 2606.07604, papers/contribution-weights.md,
-"decomposition", "sinks" and "sink-norm removal"). The sink is the first token of each sequence (j = 0).
+"""Attention sinks through the lens of contribution weights (arXiv 2606.07604,
+docs/papers/contribution-weights.md, claims "decomposition", "sinks" and "sink-norm removal"). The sink is the
+first token of each sequence (j = 0).
 
 Every function takes one layer's ``pattern`` (B, H, T, T) and per-head projected values ``values``
 (B, H, T, D) as ``attnlab.hf.capture`` records them, and looks at queries i >= 1 (query 0 sees only the sink).
@@ -23,9 +24,9 @@ def _safe_div(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def contribution_factors(pattern: torch.Tensor, values: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The factors of c_ij = a_ij (||v~_j|| / ||o_i||) cos(o_i, v~_j) (sheet, "Idea"), intra-head, each
-    (B, H, T, T): ``attention`` a_ij, ``norm_ratio`` ||v~_j|| / ||o_i||, ``cosine`` cos(o_i, v~_j) and their
-    product ``contribution`` (0 where ||o_i|| or ||v~_j|| is 0)."""
+    """The factors of c_ij = a_ij (||v~_j|| / ||o_i||) cos(o_i, v~_j) (docs/papers/contribution-weights.md,
+    "Definitions"), intra-head, each (B, H, T, T): ``attention`` a_ij, ``norm_ratio`` ||v~_j|| / ||o_i||,
+    ``cosine`` cos(o_i, v~_j) and their product ``contribution`` (0 where ||o_i|| or ||v~_j|| is 0)."""
     pattern, values = pattern.float(), values.float()
     o = attention_outputs(pattern, values)  # (B, H, T, D)
     o_norm, v_norm = o.norm(dim=-1), values.norm(dim=-1)  # (B, H, T)
@@ -69,7 +70,7 @@ def decomposition(pattern: torch.Tensor, values: torch.Tensor) -> pd.DataFrame:
 
 def sink_value_cosines(values: torch.Tensor) -> torch.Tensor:
     """cos(v~^h_0, v~^h_j) for every head h and token j >= 1 of every sequence, flattened: are the sink's
-    projected values anti-aligned with the others' (sheet, "sinks")?"""
+    projected values anti-aligned with the others' (docs/papers/contribution-weights.md, claim "sinks")?"""
     v = torch.nn.functional.normalize(values.float(), dim=-1)  # (B, H, T, D)
     return (v[..., 1:, :] @ v[..., :1, :].transpose(-1, -2)).flatten()
 
@@ -83,10 +84,10 @@ def sink_rate_and_norm(pattern: torch.Tensor, values: torch.Tensor) -> tuple[tor
 
 
 def convex_fit(rate: np.ndarray, norm: np.ndarray) -> dict[str, float]:
-    """Least-squares fit ||o||^2 = p2 a^2 + p1 a + p0 of one head (the toy of the sheet:
-    ||a v_s + (1 - a) u||^2 is a convex quadratic in the sink rate a, minimised at
-    a* = <u, u - v_s> / ||u - v_s||^2). Returns p2, the vertex a* = -p1 / (2 p2) (NaN unless convex), R^2
-    and the observed range of a."""
+    """Least-squares fit ||o||^2 = p2 a^2 + p1 a + p0 of one head (the paper's toy model,
+    docs/papers/contribution-weights.md, "Claims": ||a v_s + (1 - a) u||^2 is a convex quadratic in the sink
+    rate a, minimised at a* = <u, u - v_s> / ||u - v_s||^2). Returns p2, the vertex a* = -p1 / (2 p2) (NaN
+    unless convex), R^2 and the observed range of a."""
     rate, sq = np.asarray(rate, dtype=float), np.asarray(norm, dtype=float) ** 2
     if len(rate) < 4 or np.ptp(rate) == 0:
         nan = float("nan")
