@@ -1,19 +1,15 @@
 """Exclusive Self Attention (XSA, arXiv 2603.09078): scale presets and the experiments of its notebook."""
 
-from attnlab.papers.xsa.experiment import (
+from attnlab.papers.xsa.experiment import KINDS, PAPER, Runs, XSAExperiment, configure
+from attnlab.papers.xsa.presets import (
     GPU,
-    KINDS,
-    PAPER,
     PAPER_TABLE1,
     PAPER_TABLE2_AVG,
     PRESETS,
     Bench,
     Preset,
-    Runs,
     Size,
     Sweep,
-    XSAExperiment,
-    configure,
 )
 
 __all__ = [
