@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attnlab.attention import CausalSelfAttention, RotaryEmbedding, exclusive
+from attnlab.attention import ATTENTION_KINDS, CausalSelfAttention, RotaryEmbedding, exclusive
 from attnlab.model import GPT, GPTConfig
 
 
@@ -175,3 +175,42 @@ def test_classification_head_reads_each_sequences_last_token():
     assert model.param_group("cls_head.weight") == "head"
     with pytest.raises(ValueError, match="no classification head"):
         GPT(GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8)).classify(short)
+
+
+def _name_matched_group(name: str) -> str:
+    """The learning-rate groups as ``GPT.param_group`` assigned them by matching parameter names, before each
+    attention variant declared its own: every parameter must stay in the group it had (same optimizer groups,
+    same learning rates, same numbers)."""
+    if name.startswith(("wte", "wpe", "sink")):
+        return "embed"
+    if name.endswith(("q_proj.weight", "k_proj.weight", "q_proj.bias", "k_proj.bias")):
+        return "qk"
+    if name.endswith(("routing_a", "filtering_delta")):
+        return "interaction"
+    if ".attn." in name:
+        return "ov"
+    if ".mlp." in name:
+        return "mlp"
+    if name.startswith(("lm_head", "cls_head")):
+        return "head"
+    return "norm"
+
+
+@pytest.mark.parametrize("kind", sorted(ATTENTION_KINDS))
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        dict(bias=True, pos="learned", embed_norm=True, n_sink=2, n_classes=3, tie_embeddings=False),
+        dict(norm=False, n_kv_head=1, head_dim=(8, 4)),
+    ],
+)
+def test_every_parameter_keeps_its_learning_rate_group(kind, extra):
+    cfg = GPTConfig(
+        **{"n_layer": 2, "d_model": 16, "n_head": 2, "head_dim": 8, "block_size": 8, **extra},
+        attn=(kind, "sa"),
+    )
+    model = GPT(cfg)
+    names = [name for name, _ in model.named_parameters()]
+    assert {name: model.param_group(name) for name in names} == {n: _name_matched_group(n) for n in names}
+    assert model.param_group("lm_head.weight") == "head"  # tied: named once, as wte.weight

@@ -9,14 +9,23 @@
 - ``LinearAttention`` (ELU+1 causal linear attention, Katharopoulos et al. 2020) overrides ``mix`` and
   ``mix_explicit``, which turn queries, keys and values into the mixed values ``y``.
 
+What the rest of the library needs from a layer it asks the layer, never its kind: ``param_group`` (the
+learning-rate group of each parameter, from the class's ``PARAM_GROUPS``), ``heads`` (the one place the head
+outputs are formed, fused or explicit, capturing q, k, v, pattern, y, z and applying a per-head value scale
+set by ``scaling_values``), ``values_additive`` (the output is a sum of per-token value terms),
+``bilinear_scores`` and ``interaction_matrices`` (the scores are softmax(q^T L k / sqrt(d)), with L per
+head) and ``routing_filtering`` (L is learned as S - D).
+
 Each kind registers in ``ATTENTION_KINDS``. Shapes: B batch, T time, H query heads, H_kv key/value heads
 (H % H_kv == 0), d head dim (per layer: ``GPTConfig.layer_head_dims``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +52,15 @@ def exclusive(y: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return z.reshape(B, H, T, d)
 
 
+def rescaled_mix(pattern: torch.Tensor, v: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """y_i = sum_{j<=i} s_ij a_ij v_j: the values mixed by the pattern a (B, H, T, S) with every term rescaled
+    by ``scale`` s (broadcastable to a; a bool tensor keeps where True), no renormalisation (arXiv 2606.07604:
+    zeroing v~_j for query i is zeroing the term a_ij v~_j). ``v`` (B, H_kv, S, d), H a multiple of H_kv, is
+    repeated to the query heads (head h reads value head h // (H / H_kv)); returns (B, H, T, d)."""
+    s = scale.to(device=pattern.device, dtype=pattern.dtype)
+    return (pattern * s) @ v.repeat_interleave(pattern.shape[1] // v.shape[1], dim=1)
+
+
 class RotaryEmbedding(nn.Module):
     """Rotary position embedding (RoFormer), rotating pairs (i, i + d/2) of each head's q and k."""
 
@@ -67,10 +85,33 @@ class CausalSelfAttention(nn.Module):
 
     Without capture the values are mixed by ``F.scaled_dot_product_attention``; when a ``capture`` dict is
     passed the same mix is computed explicitly so the pattern exists, and q, k, v, pattern, y and z are stored
-    in it from that very forward pass. ``layer`` selects this layer's head dim from ``cfg.layer_head_dims``.
+    in it from that very forward pass (``heads``). ``layer`` selects this layer's head dim from
+    ``cfg.layer_head_dims``.
     """
 
     kind = "sa"
+
+    #: The learning-rate group (``GPT.param_group``) of each parameter, by its first name component: "qk" for
+    #: the query and key projections, "ov" for the value and output projections; a variant adds its own
+    #: parameters ("interaction": those of the query-key interaction L, which folding into W_Q absorbs).
+    PARAM_GROUPS: ClassVar[dict[str, str]] = {"q_proj": "qk", "k_proj": "qk", "v_proj": "ov", "o_proj": "ov"}
+
+    #: True where the output is o_i = sum_h sum_{j<=i} a^h_ij v~^h_j + b_O (``readout`` is the identity), so
+    #: the layer has per-head projected values v~^h_j = v^h_j W_O^h (arXiv 2606.07604); False where the head
+    #: output depends on the query beyond the pattern (XSA).
+    values_additive: ClassVar[bool] = True
+
+    #: True where the scores are the bilinear form softmax(q_i^T L k_j / sqrt(d)) (``interaction_matrices``),
+    #: which a model-space form x_i^T W x_j can replace; False for linear attention (no softmax of q . k).
+    bilinear_scores: ClassVar[bool] = True
+
+    #: True where L is learned as S - D, with ``routing()`` (S) and ``filtering()`` (diag D) and the
+    #: parameters ``routing_a`` and ``filtering_delta`` (S-D attention, arXiv 2605.18826).
+    routing_filtering: ClassVar[bool] = False
+
+    #: A per-head scale s of the value terms a_ij v_j, broadcastable to the pattern (B, H, T, T), set for the
+    #: duration of ``scaling_values``; None: the layer's own output.
+    value_scale: torch.Tensor | None = None
 
     def __init__(self, cfg: GPTConfig, layer: int = 0) -> None:
         super().__init__()
@@ -91,15 +132,59 @@ class CausalSelfAttention(nn.Module):
         q = self.fold(q)
         if self.rope is not None:
             q, k = self.rope(q), self.rope(k)
-        if capture is None:
+        z = self.heads(q, k, v, capture, self.value_scale)  # (B, H, T, d)
+        return self.o_proj(z.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim))
+
+    def heads(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        capture: dict | None = None,
+        value_scale: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The head outputs z (B, H, T, d) from the (folded, rotated) queries q and the keys and values k, v.
+
+        Without ``capture`` and ``value_scale``: z = readout(mix(q, k, v), v), by the fused kernel. Otherwise
+        the mix is explicit (``mix_explicit``), so the pattern a exists; with ``value_scale`` s (broadcastable
+        to (B, H, T, T)) every value term is rescaled before the sum (``rescaled_mix``). A ``capture`` dict
+        receives q, k, v, the layer's own pattern (before any scale), and the y and z this call used, so
+        o_proj of z is the layer's output.
+        """
+        if capture is None and value_scale is None:
             y, pattern = self.mix(q, k, v), None
         else:
             y, pattern = self.mix_explicit(q, k, v)
+            if value_scale is not None:
+                y = rescaled_mix(pattern, v, value_scale)  # (B, H, T, d)
         z = self.readout(y, v)  # (B, H, T, d)
-        out = self.o_proj(z.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim))
         if capture is not None:
             capture.update(q=q, k=k, v=v, pattern=pattern, y=y, z=z)
-        return out
+        return z
+
+    @contextlib.contextmanager
+    def scaling_values(self, scale: torch.Tensor | None) -> Iterator[None]:
+        """Within the block, every forward pass rescales the value terms by ``scale`` (``heads``'
+        ``value_scale``; None leaves the layer alone)."""
+        self.value_scale = scale
+        try:
+            yield
+        finally:
+            del self.value_scale  # back to the class default, None
+
+    def param_group(self, name: str) -> str:
+        """The learning-rate group of the parameter ``name`` of this module (e.g. ``"q_proj.weight"``), as
+        declared by ``PARAM_GROUPS``; a parameter no group declares is an error."""
+        top = name.split(".", 1)[0]
+        if top not in self.PARAM_GROUPS:
+            raise KeyError(f"{type(self).__name__} declares no learning-rate group for parameter {name!r}")
+        return self.PARAM_GROUPS[top]
+
+    def interaction_matrices(self) -> torch.Tensor:
+        """The per-head interaction L (H, d, d) through which the queries meet the keys (``fold``: q_i ->
+        L^T q_i), so a softmax head's score is q_i^T L k_j / sqrt(d): the identity for SA."""
+        eye = torch.eye(self.head_dim, device=self.q_proj.weight.device, dtype=self.q_proj.weight.dtype)
+        return eye.expand(self.n_head, -1, -1)
 
     def fold(self, q: torch.Tensor) -> torch.Tensor:
         """The queries that meet the keys in q . k (identity for SA; S-D folds its interaction matrix in)."""
@@ -130,9 +215,11 @@ class CausalSelfAttention(nn.Module):
 
 
 class ExclusiveSelfAttention(CausalSelfAttention):
-    """Exclusive self-attention (XSA): SA followed by removing each head's own-value direction."""
+    """Exclusive self-attention (XSA): SA followed by removing each head's own-value direction, so z_i depends
+    on v_i beyond the pattern (no per-token value terms)."""
 
     kind = "xsa"
+    values_additive = False
 
     def readout(self, y: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return exclusive(y, v)
@@ -143,14 +230,14 @@ SOFTPLUS_INV_ONE = math.log(math.e - 1.0)
 
 
 class SDAttention(CausalSelfAttention):
-    """S-D attention (routing/filtering attention, arXiv 2605.18826; sheet's parameterisation, inferred): per
-    head h the score is
+    """S-D attention (routing/filtering attention, arXiv 2605.18826; parameterisation inferred,
+    docs/papers/sd-routing.md): per head h the score is
 
         score_ij = (W_Q x_i)^T L_h (W_K x_j) / sqrt(d),    L_h = S_h - D_h,
         S_h = A_h - A_h^T (antisymmetric: routing),          D_h = diag(softplus(delta_h)) > 0 (filtering),
 
     so every eigenvalue of L_h has real part <= 0 (x^* L x = x^* S x - x^* D x, the first term imaginary, the
-    second real and negative). Choices the sheet leaves open:
+    second real and negative). Choices left open (docs/papers/sd-routing.md, "Inferred choices"):
 
     - the query and key projections are separate (``q_proj``, ``k_proj`` as in SA); with separate projections
       the constraint holds for L in head space, not for the model-space form W_Q^T L W_K;
@@ -175,6 +262,12 @@ class SDAttention(CausalSelfAttention):
     """
 
     kind = "sd"
+    PARAM_GROUPS = {
+        **CausalSelfAttention.PARAM_GROUPS,
+        "routing_a": "interaction",
+        "filtering_delta": "interaction",
+    }
+    routing_filtering = True
 
     def __init__(self, cfg: GPTConfig, layer: int = 0) -> None:
         super().__init__(cfg, layer)
@@ -255,6 +348,7 @@ class LinearAttention(CausalSelfAttention):
     """
 
     kind = "linear"
+    bilinear_scores = False
     chunk_size = 64
 
     def _features(

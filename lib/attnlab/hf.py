@@ -1,9 +1,9 @@
 """Pretrained Hugging Face causal LMs: load them offline, capture each layer's attention pattern and per-head
 projected values in one forward pass, and rescale chosen value terms during a forward pass.
 
-Contribution weights (arXiv 2606.07604, papers/contribution-weights.md) need, per layer and head h, the
+Contribution weights (arXiv 2606.07604, docs/papers/contribution-weights.md) need, per layer and head h, the
 attention pattern a^h (B, H, T, T) and the per-head projected values v~^h_j = x_j W_V^h W_O^h (B, H, T, D),
-whose weighted sum over j and h is the layer's attention output (sheet, "Idea"):
+whose weighted sum over j and h is the layer's attention output ("Definitions" there):
 
     o_i = sum_h sum_{j<=i} a^h_ij v~^h_j  (+ the bias of W_O, if any)
 
@@ -14,16 +14,18 @@ so Llama, Mistral, Qwen2/3 and the other families that share the functional atte
 the result, with the key/value states before grouped-query expansion, to a probe attached to that layer's
 attention module for the duration of a call. The model is never re-implemented: the probe only reads the
 pattern and the value states and, for an intervention, re-does the last product ``(a * s) @ v`` with a scale
-``s``. Models loaded with another implementation are switched to ``"attnlab"`` for the call and back after.
+``s`` (``attnlab.attention.rescaled_mix``, as this project's GPT does). Models loaded with another
+implementation are switched to ``"attnlab"`` for the call and back after.
 
 Zeroing v~^h_j for query i is the same as zeroing the term a^h_ij v~^h_j, so an intervention is a scale
 s^h_ij (broadcastable to (B, H, T, T)) on the pattern after the softmax, with no renormalisation; a per-token
 mask (B, T), a per-query mask (B, T, T) and a head subset are all special cases (``value_scale``).
 
-This project's own ``attnlab.model.GPT`` goes through the same ``capture`` / ``intervene``: its
-``run_with_cache`` provides the pattern and the value heads, and an intervention is a forward hook on the
-attention module that re-mixes the captured pattern and values with the module's own ``readout`` and
-``o_proj``.
+This project's own ``attnlab.model.GPT`` goes through the same ``capture`` / ``intervene`` without a probe:
+its ``run_with_cache`` provides the pattern and the value heads, and an intervention sets each attention
+layer's value scale (``CausalSelfAttention.scaling_values``), which the layer applies where it forms its head
+outputs (``CausalSelfAttention.heads``). Both kinds of model turn value heads into per-head projected values
+by the same ``projected_values``.
 
 Tested with transformers 5.24 (gguf 0.19, accelerate 1.15).
 """
@@ -52,7 +54,7 @@ from transformers import (  # noqa: E402
 )
 from transformers.masking_utils import AttentionMaskInterface, eager_mask  # noqa: E402
 
-from attnlab.attention import CausalSelfAttention  # noqa: E402
+from attnlab.attention import rescaled_mix  # noqa: E402
 from attnlab.data import artifacts  # noqa: E402
 from attnlab.data.corpora import ByteTokenizer  # noqa: E402
 from attnlab.model import GPT  # noqa: E402
@@ -175,11 +177,11 @@ def load_text_model(
 
 
 def projected_values(value: torch.Tensor, o_weight: torch.Tensor) -> torch.Tensor:
-    """Per-head projected values v~^h_j = v^{g(h)}_j (W_O^h)^T (sheet, "Idea": x_j W_V^h W_O^h in row-vector
-    notation), (B, H, T, D), from the value states ``value`` (B, H_kv, T, d) (after the bias of W_V, before
-    grouped-query expansion) and the output projection's weight ``o_weight`` (D, H d), whose column block
-    h d .. (h + 1) d is W_O^h. Query head h reads value head h // (H / H_kv), as transformers' ``repeat_kv``
-    and ``torch.repeat_interleave`` order them."""
+    """Per-head projected values v~^h_j = v^{g(h)}_j (W_O^h)^T (docs/papers/contribution-weights.md,
+    "Definitions": x_j W_V^h W_O^h in row-vector notation), (B, H, T, D), from the value states ``value``
+    (B, H_kv, T, d) (after the bias of W_V, before grouped-query expansion) and the output projection's weight
+    ``o_weight`` (D, H d), whose column block h d .. (h + 1) d is W_O^h. Query head h reads value head
+    h // (H / H_kv), as transformers' ``repeat_kv`` and ``torch.repeat_interleave`` order them."""
     B, H_kv, T, d = value.shape
     D, Hd = o_weight.shape
     if Hd % d or (Hd // d) % H_kv:
@@ -240,7 +242,7 @@ class _Probe:
     def __call__(
         self, module: nn.Module, value: torch.Tensor, weights: torch.Tensor, out: torch.Tensor
     ) -> torch.Tensor:
-        H = weights.shape[1]  # weights: (B, H, T, S); value: (B, H_kv, S, d); out: (B, T, H, d)
+        # weights: (B, H, T, S); value: (B, H_kv, S, d); out: (B, T, H, d)
         if self.record is not None:
             o_proj = module.o_proj
             self.record["pattern"] = weights
@@ -248,9 +250,7 @@ class _Probe:
             self.record["o_bias"] = o_proj.bias
         if self.scale is None:
             return out
-        v = value.repeat_interleave(H // value.shape[1], dim=1)  # (B, H, S, d)
-        scale = self.scale.to(device=weights.device, dtype=weights.dtype)
-        return torch.matmul(weights * scale, v).transpose(1, 2).contiguous()  # (B, T, H, d)
+        return rescaled_mix(weights, value, self.scale).transpose(1, 2).contiguous()  # (B, T, H, d)
 
 
 def _eager_function(module: nn.Module) -> Callable:
@@ -335,44 +335,21 @@ def _hf_probes(model: nn.Module, records: dict[int, dict], scales: Scales | None
 
 
 @contextlib.contextmanager
-def _gpt_probes(model: GPT, scales: Scales | None) -> Iterator[None]:
-    """Forward hooks that replace a GPT attention layer's output by o_proj(readout((a * s) @ v, v)), from the
-    pattern and values the layer captures in the same call (a capture dict is passed in when none is)."""
-    handles = []
-
-    def pre_hook(module: nn.Module, args: tuple) -> tuple:
-        x, capture = args
-        return (x, {} if capture is None else capture)
-
-    def make_hook(scale: torch.Tensor) -> Callable:
-        def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
-            cap = args[1]
-            pattern, v = cap["pattern"], cap["v"]  # (B, H, T, T), (B, H_kv, T, d)
-            B, H, T, _ = pattern.shape
-            s = scale.to(device=pattern.device, dtype=pattern.dtype)
-            y = (pattern * s) @ v.repeat_interleave(H // v.shape[1], dim=1)  # (B, H, T, d)
-            z = module.readout(y, v)  # (B, H, T, d)
-            return module.o_proj(z.transpose(1, 2).reshape(B, T, -1))
-
-        return hook
-
-    try:
+def _gpt_scales(model: GPT, scales: Scales | None) -> Iterator[None]:
+    """Every GPT attention layer with a scale rescales its value terms within the block (``heads``)."""
+    with contextlib.ExitStack() as stack:
         for layer, module in attention_modules(model).items():
             scale = _layer_scale(scales, layer)
             if scale is not None:
-                handles.append(module.register_forward_pre_hook(pre_hook))
-                handles.append(module.register_forward_hook(make_hook(scale)))
+                stack.enter_context(module.scaling_values(scale))
         yield
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def _gpt_records(model: GPT, cache: list[dict], layers: Sequence[int]) -> dict[int, dict]:
     records = {}
     for layer in layers:
         attn = model.blocks[layer].attn
-        if type(attn).readout is not CausalSelfAttention.readout:
+        if not attn.values_additive:
             raise ValueError(
                 f"layer {layer} is {attn.kind!r}: its output is not a sum of per-token value terms "
                 "(the readout depends on the query), so it has no per-head projected values"
@@ -397,7 +374,7 @@ def intervene(model: nn.Module, scales: Scales) -> Iterator[None]:
     alone. Works for Hugging Face models (any forward: logits, loss, ``generate`` without a KV cache) and for
     ``GPT``."""
     if isinstance(model, GPT):
-        with _gpt_probes(model, scales):
+        with _gpt_scales(model, scales):
             yield
     else:
         with _hf_probes(model, {}, scales):
@@ -428,7 +405,7 @@ def capture(
     if isinstance(model, GPT):
         if attention_mask is not None:
             raise ValueError("GPT takes no attention_mask")
-        with _gpt_probes(model, scales):
+        with _gpt_scales(model, scales):
             logits, cache = model.run_with_cache(input_ids)
         return logits, _gpt_records(model, cache, layers)
     records: dict[int, dict] = {layer: {} for layer in layers}

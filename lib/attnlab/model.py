@@ -185,16 +185,14 @@ class GPT(nn.Module):
         return logits, cache
 
     def param_group(self, name: str) -> str:
-        """The learning-rate group of a parameter: embed, qk, interaction (S-D's A and delta), ov, mlp, norm
-        or head."""
+        """The learning-rate group of a parameter: embed, mlp, norm or head here; an attention layer's
+        parameters are in the group its variant declares (``CausalSelfAttention.param_group``: qk, ov, or
+        e.g. S-D's interaction)."""
         if name.startswith(("wte", "wpe", "sink")):
             return "embed"
-        if name.endswith(("q_proj.weight", "k_proj.weight", "q_proj.bias", "k_proj.bias")):
-            return "qk"
-        if name.endswith(("routing_a", "filtering_delta")):
-            return "interaction"
-        if ".attn." in name:
-            return "ov"
+        block, _, rest = name.partition(".attn.")
+        if rest and block.startswith("blocks."):
+            return self.blocks[int(block.removeprefix("blocks."))].attn.param_group(rest)
         if ".mlp." in name:
             return "mlp"
         if name.startswith(("lm_head", "cls_head")):

@@ -1,4 +1,4 @@
-"""The routing and filtering structure of attention heads (arXiv 2605.18826, papers/sd-routing.md).
+"""The routing and filtering structure of attention heads (arXiv 2605.18826, docs/papers/sd-routing.md).
 
 A head's score x_i^T W x_j has the bilinear form W = W_Q W_K^T (model space, D x D, rank <= d; in this code's
 row-weight convention W = Wq^T Wk with Wq, Wk the head's (d, D) slices of the query and key projections). Its
@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.attention import CausalSelfAttention, SDAttention
+from attnlab.attention import CausalSelfAttention
 from attnlab.metrics import effective_rank, routing_filtering
 from attnlab.model import GPT
 
@@ -102,13 +102,13 @@ def form_stats(wq: torch.Tensor, wk: torch.Tensor) -> pd.DataFrame:
 
 
 def gpt_qk(attn: CausalSelfAttention) -> QK:
-    """(Wq, Wk) of a GPT attention layer; for S-D the interaction is folded into the queries (Wq^h <- L_h^T
-    Wq^h), so the form is Wq^T L Wk."""
+    """(Wq, Wk) of a GPT attention layer, the layer's interaction folded into the queries (Wq^h <- L_h^T Wq^h,
+    ``interaction_matrices``: L = S - D for S-D, the identity, which changes nothing, for SA), so the form is
+    Wq^T L Wk."""
     D = attn.q_proj.in_features
     wq = attn.q_proj.weight.detach().float().cpu().view(attn.n_head, attn.head_dim, D)
     wk = attn.k_proj.weight.detach().float().cpu().view(attn.n_kv_head, attn.head_dim, D)
-    if isinstance(attn, SDAttention):
-        wq = attn.interaction_matrices().detach().float().cpu().transpose(-1, -2) @ wq
+    wq = attn.interaction_matrices().detach().float().cpu().transpose(-1, -2) @ wq
     return wq, wk
 
 
@@ -174,7 +174,7 @@ def model_heads(model: nn.Module) -> pd.DataFrame:
     for a GPT). Linear-attention layers of a GPT are left out (no softmax bilinear form)."""
     if isinstance(model, GPT):
         layers = [
-            (i, b.attn.kind, gpt_qk(b.attn)) for i, b in enumerate(model.blocks) if b.attn.kind != "linear"
+            (i, b.attn.kind, gpt_qk(b.attn)) for i, b in enumerate(model.blocks) if b.attn.bilinear_scores
         ]
     else:
         layers = [(i, "sa", qk) for i, qk in enumerate(hf_qk(model))]
@@ -188,7 +188,7 @@ def sd_heads(model: GPT) -> pd.DataFrame:
     (<= 0 by construction)."""
     frames = []
     for i, block in enumerate(model.blocks):
-        if not isinstance(block.attn, SDAttention):
+        if not block.attn.routing_filtering:
             continue
         with torch.no_grad():
             attn = block.attn
@@ -218,13 +218,13 @@ def inverse_softplus(y: torch.Tensor) -> torch.Tensor:
 
 def sd_truncated(model: GPT, part: Literal["filtering", "routing"]) -> GPT:
     """A copy of an S-D model with, in every S-D layer, D replaced by its per-head mean times I
-    (``"filtering"``: one scalar gain per head) or S set to 0 (``"routing"``) (sheet, "filtering
-    collapse")."""
+    (``"filtering"``: one scalar gain per head) or S set to 0 (``"routing"``) (docs/papers/sd-routing.md,
+    claim "filtering collapse")."""
     out = copy.deepcopy(model)
     with torch.no_grad():
         for block in out.blocks:
             attn = block.attn
-            if not isinstance(attn, SDAttention):
+            if not attn.routing_filtering:
                 continue
             if part == "routing":
                 attn.routing_a.zero_()
@@ -243,7 +243,7 @@ def sa_truncated_forms(model: GPT, part: Literal["filtering", "routing"]) -> dic
     reads), or the ``"routing"`` part removed, W' = F. Apply with ``override_forms``."""
     out = {}
     for i, block in enumerate(model.blocks):
-        if block.attn.kind == "linear":
+        if not block.attn.bilinear_scores:
             continue
         forms = head_forms(*gpt_qk(block.attn))
         M = forms.core
@@ -288,7 +288,7 @@ def override_forms(model: GPT, forms: dict[int, HeadForms]) -> Iterator[None]:
     try:
         for layer, form in forms.items():
             attn = model.blocks[layer].attn
-            if attn.rope is not None or attn.q_proj.bias is not None or attn.kind == "linear":
+            if attn.rope is not None or attn.q_proj.bias is not None or not attn.bilinear_scores:
                 raise ValueError(
                     f"layer {layer}: a form override needs a softmax layer without RoPE or q/k biases"
                 )
@@ -300,9 +300,9 @@ def override_forms(model: GPT, forms: dict[int, HeadForms]) -> Iterator[None]:
 
 
 def linearised(model: GPT, k: int) -> GPT:
-    """A copy of ``model`` whose first ``k`` layers are ELU+1 linear attention with the same weights (sheet,
-    "linearisation", post hoc). An S-D layer's interaction is folded into its query projection first
-    (Wq^h <- L_h^T Wq^h), so phi(q') . phi(k) sees the queries the softmax did."""
+    """A copy of ``model`` whose first ``k`` layers are ELU+1 linear attention with the same weights
+    (docs/papers/sd-routing.md, claim "linearisation"; post hoc). An S-D layer's interaction is folded into
+    its query projection first (Wq^h <- L_h^T Wq^h), so phi(q') . phi(k) sees the queries the softmax did."""
     kinds = model.cfg.layer_kinds
     if not 0 <= k <= len(kinds):
         raise ValueError(f"k must be in 0..{len(kinds)}, got {k}")
@@ -310,11 +310,12 @@ def linearised(model: GPT, k: int) -> GPT:
     state = dict(model.state_dict())
     for i in range(k):
         attn = model.blocks[i].attn
-        if isinstance(attn, SDAttention):
-            prefix = f"blocks.{i}.attn."
-            wq, _ = gpt_qk(attn)  # (H, d, D), L folded in
-            state[prefix + "q_proj.weight"] = wq.reshape(-1, wq.shape[-1]).to(state[prefix + "q_proj.weight"])
-            del state[prefix + "routing_a"], state[prefix + "filtering_delta"]
+        prefix = f"blocks.{i}.attn."
+        wq, _ = gpt_qk(attn)  # (H, d, D), L folded in (the identity: unchanged)
+        state[prefix + "q_proj.weight"] = wq.reshape(-1, wq.shape[-1]).to(state[prefix + "q_proj.weight"])
+        for name, _ in attn.named_parameters():  # L's own parameters, absorbed by the fold
+            if attn.param_group(name) == "interaction":
+                del state[prefix + name]
     device = next(model.parameters()).device
     out = GPT(cfg).to(device)
     out.load_state_dict(state)
@@ -324,9 +325,10 @@ def linearised(model: GPT, k: int) -> GPT:
 def head_dims_from_rank(
     ranks: list[float], base: int, minimum: int = 8, margin: float = 2.0
 ) -> tuple[int, ...]:
-    """Per-layer head dims for reallocation (sheet: "e.g. 8 early, 64 late"; the rule is ours): the smallest
-    power of two >= ``margin`` x the layer's measured effective rank, clamped to [``minimum``, ``base``].
-    The margin leaves room for the filtering gains beside the rotation planes the rank counts."""
+    """Per-layer head dims for reallocation (the paper: "e.g. 8 early, 64 late"; the rule is ours,
+    docs/papers/sd-routing.md): the smallest power of two >= ``margin`` x the layer's measured effective rank,
+    clamped to [``minimum``, ``base``]. The margin leaves room for the filtering gains beside the rotation
+    planes the rank counts."""
     dims = []
     for r in ranks:
         want = 2 ** math.ceil(math.log2(max(margin * r, 1.0)))
