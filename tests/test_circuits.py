@@ -38,7 +38,7 @@ def randomised(kind: str, seed: int = 0):
 
 
 def reference(model, tokens):
-    """Per-example loops over the sheet's formulas with explicit one-hot vectors."""
+    """Per-example loops over the formulas of docs/papers/qk-speed.md with explicit one-hot vectors."""
     B, T = tokens.shape
     logits, attns = torch.zeros(B, V), torch.zeros(B, T)
     for b in range(B):

@@ -1,4 +1,4 @@
-"""The class-conditional synthetic task against the sheet's specification."""
+"""The class-conditional synthetic task against its specification in docs/papers/qk-speed.md."""
 
 import pytest
 import torch

@@ -55,7 +55,7 @@ def _relative_projection(z: torch.Tensor, v_unit: torch.Tensor, y: torch.Tensor)
 
 
 # --- Faster query-key learning sharpens attention (arXiv 2608.06776): attention mass, rollout, faithfulness,
-# DTAP heatmaps and attention confidence. Definitions from the paper sheet (papers/qk-speed.md, "Metrics").
+# DTAP heatmaps and attention confidence. Definitions: docs/papers/qk-speed.md, "Setup" (metrics).
 
 DTAP_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -78,9 +78,10 @@ def attention_rollout(
     patterns: Sequence[torch.Tensor], attn_weight: float = 0.5, query: int | None = -1
 ) -> torch.Tensor:
     """Attention rollout (Abnar & Zuidema 2020) over layers ``patterns`` [(B, H, T, T) per layer, first layer
-    first], as the sheet defines it: per layer the head mean A = mean_h A_h, then A' = a A + (1 - a) I with
-    a = ``attn_weight`` (the residual stream), rows renormalised to sum 1, and R = A'_L ... A'_2 A'_1 (the
-    last layer leftmost, so R[i, j] is how much output position i draws on input token j).
+    first], as docs/papers/qk-speed.md ("Setup") defines it: per layer the head mean A = mean_h A_h, then
+    A' = a A + (1 - a) I with a = ``attn_weight`` (the residual stream), rows renormalised to sum 1, and
+    R = A'_L ... A'_2 A'_1 (the last layer leftmost, so R[i, j] is how much output position i draws on input
+    token j).
 
     Returns the query row R[query] (B, T), or the whole R (B, T, T) with ``query=None``.
     """
@@ -223,13 +224,13 @@ def attention_confidence_model_correct(
     return attention_confidence(x[ok], y[ok], mass_threshold, prob_threshold)
 
 
-# --- Contribution weights (arXiv 2606.07604, papers/contribution-weights.md): how much each weighted value
-# term a_ij v~_j makes up of the attention output o_i, and the three baselines the paper ranks it against.
-# Every measure takes ``pattern`` (B, H, T, T) and ``values`` (B, H, T, D), the per-head projected values
-# v~^h_j = x_j W_V^h W_O^h in model space (``attnlab.hf.capture`` returns both), and returns (B, H, T, T)
-# intra-head or, with ``inter_head=True``, (B, T, T) for the multi-head output. No (B, H, T, T, D) tensor of
-# weighted terms is ever formed: <o_i, v~_j> for all (i, j) is one batched matmul per head, so memory is
-# O(B H T^2 + B H T D).
+# --- Contribution weights (arXiv 2606.07604, docs/papers/contribution-weights.md): how much each weighted
+# value term a_ij v~_j makes up of the attention output o_i, and the three baselines the paper ranks it
+# against. Every measure takes ``pattern`` (B, H, T, T) and ``values`` (B, H, T, D), the per-head projected
+# values v~^h_j = x_j W_V^h W_O^h in model space (``attnlab.hf.capture`` returns both), and returns
+# (B, H, T, T) intra-head or, with ``inter_head=True``, (B, T, T) for the multi-head output. No
+# (B, H, T, T, D) tensor of weighted terms is ever formed: <o_i, v~_j> for all (i, j) is one batched matmul
+# per head, so memory is O(B H T^2 + B H T D).
 
 
 def _check_pattern_values(pattern: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -251,9 +252,9 @@ def _inverse(x: torch.Tensor) -> torch.Tensor:
 
 
 def attention_outputs(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False) -> torch.Tensor:
-    """The outputs the terms add up to (sheet, "Idea"): o^h_i = sum_j a^h_ij v~^h_j, (B, H, T, D), or with
-    ``inter_head`` the multi-head output o_i = sum_h o^h_i, (B, T, D) (the layer's attention output without
-    the bias of W_O, which no token contributes)."""
+    """The outputs the terms add up to (docs/papers/contribution-weights.md, "Definitions"): o^h_i = sum_j
+    a^h_ij v~^h_j, (B, H, T, D), or with ``inter_head`` the multi-head output o_i = sum_h o^h_i, (B, T, D)
+    (the layer's attention output without the bias of W_O, which no token contributes)."""
     pattern, values = _check_pattern_values(pattern, values)
     out = pattern @ values  # (B, H, T, D)
     return out.sum(1) if inter_head else out
@@ -262,9 +263,9 @@ def attention_outputs(pattern: torch.Tensor, values: torch.Tensor, inter_head: b
 def contribution_weights(
     pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False
 ) -> torch.Tensor:
-    """Contribution weights (sheet, "Idea"): c_ij = <o_i, a_ij v~_j> / ||o_i||^2
-    = a_ij (||v~_j|| / ||o_i||) cos(o_i, v~_j), the share of the output o_i that the weighted value term of
-    token j makes up along o_i's own direction.
+    """Contribution weights (docs/papers/contribution-weights.md, "Definitions"):
+    c_ij = <o_i, a_ij v~_j> / ||o_i||^2 = a_ij (||v~_j|| / ||o_i||) cos(o_i, v~_j), the share of the output
+    o_i that the weighted value term of token j makes up along o_i's own direction.
 
     Intra-head (default): per head, o_i = o^h_i and the term a^h_ij v~^h_j; returns (B, H, T, T).
     Inter-head: o_i = sum_h o^h_i and the term T_ij = sum_h a^h_ij v~^h_j (token j's value through all heads);
@@ -297,16 +298,17 @@ def _term_norms(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool) -
 
 
 def raw_attention(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False) -> torch.Tensor:
-    """Baseline 1, the attention weights a_ij (sheet, "Baselines"): ``pattern`` itself (B, H, T, T), or with
-    ``inter_head`` the head mean (1/H) sum_h a^h_ij, (B, T, T), so rows still sum to 1. ``values`` is only
-    shape-checked (same signature as the other measures)."""
+    """Baseline 1, the attention weights a_ij (docs/papers/contribution-weights.md, "Definitions"):
+    ``pattern`` itself (B, H, T, T), or with ``inter_head`` the head mean (1/H) sum_h a^h_ij, (B, T, T), so
+    rows still sum to 1. ``values`` is only shape-checked (same signature as the other measures)."""
     pattern, values = _check_pattern_values(pattern, values)
     return pattern.mean(1) if inter_head else pattern
 
 
 def value_weighted(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False) -> torch.Tensor:
-    """Baseline 2, value-weighted attention ||a_ij v~_j|| = a_ij ||v~_j|| (sheet, "Baselines", an inferred
-    form; Kobayashi et al. 2020's norm-based analysis), in model-space units and not normalised per row.
+    """Baseline 2, value-weighted attention ||a_ij v~_j|| = a_ij ||v~_j|| (an inferred form,
+    docs/papers/contribution-weights.md, "Inferred choices"; Kobayashi et al. 2020's norm-based analysis), in
+    model-space units and not normalised per row.
 
     Inter-head: the norm of token j's term through all heads, ||sum_h a^h_ij v~^h_j|| (B, T, T), not the sum
     of the per-head norms. A per-row normalisation would not change any per-query ranking; divide by
@@ -318,11 +320,12 @@ def value_weighted(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool
 def value_weighted_output_normalised(
     pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False
 ) -> torch.Tensor:
-    """Baseline 3, value-weighted output-normalised attention a_ij ||v~_j|| / ||o_i|| (sheet, "Baselines",
-    an inferred form): ``value_weighted`` divided by the norm of the output it is part of (head h's o^h_i, or
-    the multi-head o_i with ``inter_head``); 0 where o_i = 0. It equals |c_ij| / |cos(o_i, v~_j)|: the
-    contribution weight without the direction. Within one row it ranks tokens as ``value_weighted`` does;
-    the two differ once rows or heads are compared or summed (e.g. a head-summed intra-head score)."""
+    """Baseline 3, value-weighted output-normalised attention a_ij ||v~_j|| / ||o_i|| (an inferred form,
+    docs/papers/contribution-weights.md, "Inferred choices"): ``value_weighted`` divided by the norm of the
+    output it is part of (head h's o^h_i, or the multi-head o_i with ``inter_head``); 0 where o_i = 0. It
+    equals |c_ij| / |cos(o_i, v~_j)|: the contribution weight without the direction. Within one row it ranks
+    tokens as ``value_weighted`` does; the two differ once rows or heads are compared or summed (e.g. a
+    head-summed intra-head score)."""
     pattern, values = _check_pattern_values(pattern, values)
     o = attention_outputs(pattern, values, inter_head)  # (B, H, T, D) or (B, T, D)
     return _term_norms(pattern, values, inter_head) * _inverse(o.norm(dim=-1)).unsqueeze(-1)
@@ -337,16 +340,16 @@ IMPORTANCE_MEASURES: dict[str, Callable[..., torch.Tensor]] = {
 }
 
 
-# --- The routing and filtering structure of attention (arXiv 2605.18826, papers/sd-routing.md): the entropy
-# effective rank of a matrix, and the split of a head's bilinear form W into routing (antisymmetric) and
-# filtering (symmetric) parts.
+# --- The routing and filtering structure of attention (arXiv 2605.18826, docs/papers/sd-routing.md): the
+# entropy effective rank of a matrix, and the split of a head's bilinear form W into routing (antisymmetric)
+# and filtering (symmetric) parts.
 
 
 def effective_rank(matrix: torch.Tensor) -> torch.Tensor:
-    """Entropy effective rank (Roy & Vetterli 2007; the sheet's inferred definition) of each (m, n) matrix of
-    ``matrix`` (..., m, n): exp(H(p)) with p = sigma / sum(sigma) over the singular values and
-    H(p) = -sum p log p, returned as (...). A single rotation plane (two equal singular values) has effective
-    rank 2, the n x n identity n; a zero matrix 0."""
+    """Entropy effective rank (Roy & Vetterli 2007; inferred, docs/papers/sd-routing.md, "Definitions") of
+    each (m, n) matrix of ``matrix`` (..., m, n): exp(H(p)) with p = sigma / sum(sigma) over the singular
+    values and H(p) = -sum p log p, returned as (...). A single rotation plane (two equal singular values) has
+    effective rank 2, the n x n identity n; a zero matrix 0."""
     sigma = torch.linalg.svdvals(matrix.double())  # (..., min(m, n))
     total = sigma.sum(-1, keepdim=True)
     p = sigma / torch.where(total > 0, total, torch.ones_like(total))
@@ -357,9 +360,9 @@ def effective_rank(matrix: torch.Tensor) -> torch.Tensor:
 def routing_filtering(
     W: torch.Tensor, eigenvalues: torch.Tensor | None = None, rtol: float = 1e-6
 ) -> dict[str, torch.Tensor]:
-    """Routing/filtering decomposition of bilinear forms ``W`` (..., n, n) (sheet, "Idea"): the antisymmetric
-    part R = (W - W^T) / 2 (routing) and the symmetric part F = (W + W^T) / 2 (filtering). Returns, each
-    (...):
+    """Routing/filtering decomposition of bilinear forms ``W`` (..., n, n) (docs/papers/sd-routing.md,
+    "Definitions"): the antisymmetric part R = (W - W^T) / 2 (routing) and the symmetric part
+    F = (W + W^T) / 2 (filtering). Returns, each (...):
 
     - ``routing_energy`` ||R||_F^2 / ||W||_F^2 and ``filtering_energy`` ||F||_F^2 / ||W||_F^2 (R and F are
       orthogonal in the Frobenius inner product, so the two sum to 1);

@@ -1,6 +1,6 @@
 """Reduced two-scalar training dynamics of "Faster query-key learning sharpens attention" (Fig. 4).
 
-Paper sheet (``papers/qk-speed.md``, "Reduced dynamics"): m relevant tokens, n common tokens, M classes, b a
+From ``docs/papers/qk-speed.md`` ("Setup"): m relevant tokens, n common tokens, M classes, b a
 scale constant, mu_OV and mu_QK the scalars of the OV and QK circuits under population gradient flow:
 
     alpha     = m e^{mu_QK} / (m e^{mu_QK} + n)                      attention mass on the relevant tokens
@@ -13,7 +13,7 @@ slower circuit sets the clock), step 10 in tau, from mu_OV = mu_QK = 0 until L <
 notebook does. Every quantity is evaluated in an overflow-free form (no clipping is needed): alpha and
 1 - alpha as logistic functions of mu_QK, 1 / (e^u + M - 1) and log1p as functions of e^{-u} for u >= 0.
 
-``fit_growth_laws`` tests the asymptotic laws over the late phase: mu_OV ~ log t, and the summary's
+``fit_growth_laws`` tests the asymptotic laws over the late phase: mu_OV ~ log t, and the paper's
 mu_QK ~ log^2 t against e^{mu_QK} ~ log^2 t. The equations have a first integral (``first_integral``):
 m e^{mu_QK} + n mu_QK grows exactly like mu_OV^2, so mu_QK ~ log^2 t holds while alpha is small and
 e^{mu_QK} ~ log^2 t once alpha -> 1.
@@ -154,8 +154,8 @@ def simulate(
     record_every: int = 1,
 ) -> Simulation:
     """Integrate the reduced dynamics (Fig. 4) for eta_QK = r * eta_OV with RK4 in the normalised time
-    tau = t * min(eta_OV, eta_QK), step ``dtau`` (sheet: 10), from (mu_OV, mu_QK) = (``mu_ov0``, ``mu_qk0``)
-    until the loss is <= ``loss_stop`` (the step that first crosses it is the last one; sheet: 1e-4).
+    tau = t * min(eta_OV, eta_QK), step ``dtau`` (paper: 10), from (mu_OV, mu_QK) = (``mu_ov0``, ``mu_qk0``)
+    until the loss is <= ``loss_stop`` (the step that first crosses it is the last one; paper: 1e-4).
 
     ``max_steps`` caps the run (default 5e6 steps = tau 5e7, the authors' MAX_T_TAU): a run that hits the cap
     returns with ``reached=False``. ``record_every`` keeps every k-th step in the trajectory (the first and
@@ -245,8 +245,9 @@ GROWTH_LAWS: Sequence[tuple[str, str, str]] = (
 
 
 def first_integral(sim: Simulation) -> np.ndarray:
-    """The quantity the reduced dynamics conserve along the trajectory (from the sheet's equations:
-    d mu_QK / d mu_OV = r (M - 1) (1 - alpha) mu_OV / (M b) with 1 - alpha = n / (m e^{mu_QK} + n)):
+    """The quantity the reduced dynamics conserve along the trajectory (from the equations in
+    docs/papers/qk-speed.md: d mu_QK / d mu_OV = r (M - 1) (1 - alpha) mu_OV / (M b) with
+    1 - alpha = n / (m e^{mu_QK} + n)):
 
         m e^{mu_QK} + n mu_QK - r n (M - 1) mu_OV^2 / (2 M b) = constant (= m from the origin).
 

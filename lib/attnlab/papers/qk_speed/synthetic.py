@@ -1,6 +1,6 @@
 """The class-conditional synthetic task of "Faster query-key learning sharpens attention" (arXiv 2608.06776).
 
-Paper sheet (``papers/qk-speed.md``, "Synthetic data"), details read from the authors' Fig. 2 notebooks:
+The paper's task (``docs/papers/qk-speed.md``, "Setup"), details read from the authors' Fig. 2 notebooks:
 
 - vocabulary of 50 tokens; 4 classes c = 0..3;
 - tokens 0-9 are *common*: weight 1 in every class;
@@ -10,7 +10,8 @@ Paper sheet (``papers/qk-speed.md``, "Synthetic data"), details read from the au
 - a sequence of length L is L-2 i.i.d. context tokens from its class's distribution, then the class's *query*
   token 5 + c, then its *label* token 1 + c; the model sees ``sequence[:-1]`` and predicts the last token.
 
-Assumptions (the sheet is silent; they follow the authors' ``generate_data`` / ``sample_sequence``):
+Assumptions (docs/papers/qk-speed.md, "Inferred choices"; they follow the authors' ``generate_data`` /
+``sample_sequence``):
 
 - class c pairs query token ``QUERY_TOKENS[c] = 5 + c`` with label ``LABEL_TOKENS[c] = 1 + c`` and distinct
   tokens 10(c+1)...; classes are drawn i.i.d. and uniformly per sequence (not balanced within a batch);
