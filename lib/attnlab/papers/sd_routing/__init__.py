@@ -1,16 +1,13 @@
 """The routing and filtering structure of attention (S-D attention, arXiv 2605.18826): scale presets and
 the"""
 
-from attnlab.papers.sd_routing.experiment import (
-    CATASTROPHIC_PCT,
-    CHEAP_PCT,
+from attnlab.papers.sd_routing.claims import CATASTROPHIC_PCT, CHEAP_PCT, LINEAR_TOLERANCE_PCT
+from attnlab.papers.sd_routing.experiment import INTERACTION_LR_SCALE, PAPER, Runs, SDExperiment, configure
+from attnlab.papers.sd_routing.presets import (
     GPT2_VOCAB,
     GPU,
-    INTERACTION_LR_SCALE,
     LABELS,
-    LINEAR_TOLERANCE_PCT,
     MIN_RANK,
-    PAPER,
     PAPER_FILTER_TRUNCATION_PPL,
     PAPER_HEADS,
     PAPER_LINEAR,
@@ -21,10 +18,7 @@ from attnlab.papers.sd_routing.experiment import (
     VARIANTS,
     Bench,
     Preset,
-    Runs,
-    SDExperiment,
     Size,
-    configure,
 )
 
 __all__ = [

@@ -10,7 +10,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from attnlab.papers.sd_routing.experiment import LABELS, MIN_RANK
+from attnlab.papers.sd_routing.presets import LABELS, MIN_RANK
 
 VARIANT_COLORS = {"sa": "#4c72b0", "sd": "#dd8452", "sd-noln": "#55a868"}
 
