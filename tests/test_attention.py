@@ -128,7 +128,7 @@ def test_captured_intermediates_are_those_the_forward_pass_used(kind):
 
 
 def test_config_rejects_bad_values():
-    with pytest.raises(ValueError, match="unknown attention kind"):
+    with pytest.raises(ValueError, match="unknown kind"):
         GPTConfig(attn="nope")
     with pytest.raises(ValueError, match="layers"):
         GPTConfig(n_layer=2, attn=("sa", "xsa", "sa"))

@@ -23,3 +23,7 @@ class CorruptFile(RuntimeError):
     ) -> None:
         self.path = path
         super().__init__(f"{path}: {problem}; {remedy}")
+
+
+class ConfigError(ValueError):
+    """A configuration field has a bad type or value; the message names the class and the field."""

@@ -14,7 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlab import fields
 from attnlab.attention import ATTENTION_KINDS
+from attnlab.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -41,23 +43,36 @@ class GPTConfig:
     norm: bool = True  # False: ln_1, ln_2, ln_f and ln_emb are identities
 
     def __post_init__(self) -> None:
+        fields.positive_ints(self, "vocab_size", "block_size", "n_layer", "d_model", "n_head")
+        fields.optional_positive_ints(self, "n_kv_head", "d_ff")
+        fields.non_negative_ints(self, "n_sink", "n_classes")
+        fields.bools(self, "embed_norm", "bias", "tie_embeddings", "norm")
+        fields.one_of(self, "pos", ("rope", "learned"))
+        if not isinstance(self.attn, (str, tuple, list)):
+            raise ConfigError(f"GPTConfig.attn must be a kind or one kind per layer, got {self.attn!r}")
         kinds = self.layer_kinds
         unknown = sorted(set(kinds) - set(ATTENTION_KINDS))
         if unknown:
-            raise ValueError(f"unknown attention kind(s) {unknown}; known: {sorted(ATTENTION_KINDS)}")
+            raise ConfigError(f"GPTConfig.attn: unknown kind(s) {unknown}; known: {sorted(ATTENTION_KINDS)}")
         if len(kinds) != self.n_layer:
-            raise ValueError(f"attn names {len(kinds)} layers, the model has {self.n_layer}")
+            raise ConfigError(
+                f"GPTConfig.attn names {len(kinds)} layers, the model has n_layer={self.n_layer}"
+            )
+        if not isinstance(self.head_dim, (int, tuple, list)) or isinstance(self.head_dim, bool):
+            raise ConfigError(
+                f"GPTConfig.head_dim must be a positive integer or one per layer, got {self.head_dim!r}"
+            )
         dims = self.layer_head_dims
         if len(dims) != self.n_layer:
-            raise ValueError(f"head_dim names {len(dims)} layers, the model has {self.n_layer}")
-        if not all(isinstance(d, int) and d > 0 for d in dims):
-            raise ValueError(f"head dims must be positive integers, got {self.head_dim}")
+            raise ConfigError(
+                f"GPTConfig.head_dim names {len(dims)} layers, the model has n_layer={self.n_layer}"
+            )
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+            raise ConfigError(f"GPTConfig.head_dim must be positive integers, got {self.head_dim!r}")
         if self.n_head % self.kv_heads:
-            raise ValueError(f"n_head={self.n_head} is not a multiple of n_kv_head={self.kv_heads}")
-        if self.n_sink < 0 or self.n_classes < 0:
-            raise ValueError(f"n_sink and n_classes must be >= 0, got {self.n_sink}, {self.n_classes}")
-        if self.pos not in ("rope", "learned"):
-            raise ValueError(f"pos must be 'rope' or 'learned', got {self.pos!r}")
+            raise ConfigError(
+                f"GPTConfig.n_head={self.n_head} is not a multiple of n_kv_head={self.kv_heads}"
+            )
 
     @property
     def layer_kinds(self) -> tuple[str, ...]:
