@@ -1,5 +1,6 @@
-"""The routing and filtering structure of attention (S-D attention, arXiv 2605.18826): scale presets and
-the"""
+"""The routing and filtering structure of attention (S-D attention, arXiv 2605.18826; see
+docs/papers/sd-routing.md): scale presets (``presets``), the experiment of its notebook (``experiment``), its
+claims (``claims``), figures (``plots``) and the S-D analyses (``routing``)."""
 
 from attnlab.papers.sd_routing.claims import CATASTROPHIC_PCT, CHEAP_PCT, LINEAR_TOLERANCE_PCT
 from attnlab.papers.sd_routing.experiment import INTERACTION_LR_SCALE, PAPER, Runs, SDExperiment, configure

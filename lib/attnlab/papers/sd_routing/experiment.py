@@ -1,5 +1,5 @@
-"""The routing and filtering structure of attention (S-D attention, arXiv 2605.18826): scale presets and the
-experiments of its notebook.
+"""The routing and filtering structure of attention (S-D attention, arXiv 2605.18826): the experiment of its
+notebook (presets in ``presets``, claims in ``claims``).
 
 The notebook ``notebooks/sd_routing.ipynb`` calls ``configure`` with its parameters, then the methods of the
 returned ``SDExperiment``. Every language model is trained through ``attnlab.training.launch.launch`` (the
