@@ -14,7 +14,7 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_san
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 
-.PHONY: help env reproduce plan gpu-check test lint format store-notebooks clean
+.PHONY: help env reproduce plan gpu-check test test-fast lint format store-notebooks clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's 
 test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale notebooks
 	$(PY) -m pytest -q tests
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q $(NBVAL_FLAGS) notebooks
+
+test-fast: $(STAMP) lint ## lint and the unit tests not marked slow (torch.compile, torchrun): the quick loop
+	$(PY) -m pytest -q -m "not slow" tests
 
 lint: $(STAMP) ## ruff lint and format check (code and notebooks)
 	$(VENV)/bin/ruff check lib tests notebooks

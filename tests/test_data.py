@@ -18,12 +18,14 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from attnlab.data import artifacts
 from attnlab.data import corpora as data
 from attnlab.data.artifacts import Artifact
+from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.errors import ArtifactError
 
 
@@ -62,7 +64,7 @@ def _leftovers(root: Path) -> list[str]:
 
 
 def test_byte_tokenizer_round_trip():
-    tok = data.ByteTokenizer()
+    tok = ByteTokenizer()
     text = "To be, or not to be — naïve café, 日本語, emoji 🙂\n\ttab"
     ids = tok.encode(text)
     assert tok.vocab_size == 256
@@ -72,6 +74,10 @@ def test_byte_tokenizer_round_trip():
     assert tok.decode(ids.long().tolist()) == text  # plain ints work too
     assert tok.encode("").numel() == 0 and tok.decode(tok.encode("")) == ""
     assert tok.decode([0xE6, 0x97]) == "\ufffd"  # truncated UTF-8 is replaced, not an error
+    # the batch form (shard writing, task scoring) gives the same bytes; documents are joined by a blank line
+    batch = tok.encode_batch([text, ""])
+    assert [b.tolist() for b in batch] == [ids.tolist(), []] and batch[0].dtype == np.uint8
+    assert bytes(tok.separator) == b"\n\n"
 
 
 def test_brown_detokenize_and_clean_text():
@@ -333,7 +339,7 @@ def test_load_corpus_and_tokens(shakespeare, monkeypatch):
         assert ds[split].to_list() == data.read_split(paths[split])
 
     tokens = data.load_tokens("shakespeare")
-    tok = data.ByteTokenizer()
+    tok = ByteTokenizer()
     for split in data.SPLITS:
         assert tokens[split].dtype == torch.uint8 and tokens[split].ndim == 1
         joined = "\n\n".join(r["text"] for r in data.read_split(paths[split]))

@@ -110,6 +110,7 @@ def reference():
     return train(MODEL, CFG, _data(), device="cpu", progress=False)
 
 
+@pytest.mark.slow  # two processes
 @pytest.mark.parametrize("mode", ["ddp", "fsdp"])
 def test_two_processes_match_one_with_the_same_global_batch(two_ranks, reference, mode):
     saved = torch.load(two_ranks / f"{mode}.pt", weights_only=True)
@@ -118,6 +119,7 @@ def test_two_processes_match_one_with_the_same_global_batch(two_ranks, reference
         _assert_close_runs(history, weights, reference.history, reference.model.state_dict())
 
 
+@pytest.mark.slow  # two processes
 @pytest.mark.parametrize("mode", ["ddp", "fsdp"])
 def test_interrupted_two_process_run_resumes_exactly(two_ranks, mode):
     saved = torch.load(two_ranks / f"{mode}.pt", weights_only=True)
@@ -162,6 +164,7 @@ def shard_corpus(tmp_path_factory) -> str:
     return str(shards.write_shards(source, folder / "shards", tokenizer="byte"))
 
 
+@pytest.mark.slow  # torchrun, two processes
 def test_launch_runs_torchrun_and_stores_the_result_in_the_cache(shard_corpus, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
     spec = RunSpec(MODEL, CFG, shard_corpus)

@@ -8,7 +8,9 @@ import pytest
 from attnlab.errors import ParameterError
 from attnlab.papers import xsa
 from attnlab.runner import run
-from attnlab.training.launch import NPROC_ENV
+from attnlab.runner.params import parse_assignment
+from attnlab.training.launch import NPROC_ENV, config_from
+from attnlab.training.trainer import TrainConfig
 
 
 @pytest.fixture
@@ -61,9 +63,21 @@ def test_configure_validates_and_resolves_presets():
         xsa.configure(scale="tiny")
 
 
-def test_parse_assignment_reads_literals_and_strings():
-    assert run.parse_assignment("seeds=[0, 1]") == ("seeds", [0, 1])
-    assert run.parse_assignment("device=cpu") == ("device", "cpu")
+def test_parse_assignment_reads_literals_and_strings(tmp_path):
+    assert parse_assignment("seeds=[0, 1]") == ("seeds", [0, 1])
+    assert parse_assignment("device=cpu") == ("device", "cpu")
+    assert parse_assignment("betas=(0.9, 0.95)") == ("betas", (0.9, 0.95))
+    assert parse_assignment("flag=true") == ("flag", "true")  # the runner: Python literals only
+    assert parse_assignment("flag=true", json_values=True) == ("flag", True)  # the trainer: JSON first
+    assert parse_assignment("x=null", json_values=True) == ("x", None)
+    assert parse_assignment("x=None", json_values=True) == ("x", None)
+    for bad in ("seeds", "2x=1", "a.b=1"):
+        with pytest.raises(ParameterError, match="key=value"):
+            parse_assignment(bad)
+    # the trainer's overrides: key=value items and JSON files of fields, in order
+    (tmp_path / "train.json").write_text(json.dumps({"steps": 5, "lr": 0.1}))
+    cfg = config_from(TrainConfig, {"steps": 2}, [str(tmp_path / "train.json"), "lr=0.5", "betas=[0.8, 0.9]"])
+    assert (cfg.steps, cfg.lr, cfg.betas) == (5, 0.5, (0.8, 0.9))
 
 
 def test_nproc_reaches_the_notebook_kernels_through_the_environment(monkeypatch, tmp_path):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attnlab.data import corpora as data
-from attnlab.data import shards
+from attnlab.data import shards, tokenizer
 from attnlab.training.trainer import sample_batch, validation_windows
 
 
@@ -114,15 +114,15 @@ def test_gpt2_tokenizer_from_a_local_folder_and_the_byte_fallback(tmp_path, monk
     assert shards.read_meta(folder)["vocab_size"] == 4
     # evaluation text is encoded as the shards were: the same BPE, found again from shards.json
     tok = shards.shard_tokenizer(shards.read_meta(folder))
-    assert [t.tolist() for t in tok.encode(["abba", "ab"])] == [[2, 1, 0], [2]]
+    assert [t.tolist() for t in tok.encode_batch(["abba", "ab"])] == [[2, 1, 0], [2]]
 
     (tmp_path / "empty").mkdir()
     with pytest.raises(OSError, match="no GPT-2 tokenizer files"):  # transformers would load an empty BPE
-        shards.GPT2Tokens(str(tmp_path / "empty"))
+        tokenizer.GPT2Tokenizer(str(tmp_path / "empty"))
 
     def unavailable(name, local_files_only):
         assert local_files_only  # "auto" never waits on the network
         raise OSError("no files offline")
 
-    monkeypatch.setattr(shards, "GPT2Tokens", unavailable)
-    assert isinstance(shards.load_tokenizer("auto"), shards.ByteTokens)
+    monkeypatch.setattr(tokenizer, "GPT2Tokenizer", unavailable)
+    assert isinstance(tokenizer.load_tokenizer("auto"), tokenizer.ByteTokenizer)

@@ -4,8 +4,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.data.corpora import ByteTokenizer
 from attnlab.data.tasks import MultipleChoice, accuracy, choice_logprobs
+from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.model import GPT, GPTConfig
 
 
@@ -50,11 +50,11 @@ def test_long_context_is_cut_from_the_left():
 
 
 class CharMod:
-    """A stand-in for a corpus's tokenizer (``attnlab.data.shards`` interface): one id per character, mod
+    """A stand-in for a corpus's tokenizer (``attnlab.data.tokenizer`` interface): one id per character, mod
     50."""
 
     @staticmethod
-    def encode(texts: list[str]) -> list[np.ndarray]:
+    def encode_batch(texts: list[str]) -> list[np.ndarray]:
         return [np.array([ord(c) % 50 for c in text]) for text in texts]
 
 
@@ -65,7 +65,7 @@ def test_choices_are_encoded_with_the_corpus_tokenizer():
     scores = choice_logprobs(model, items, tokenizer=CharMod())
 
     def encode(text: str) -> torch.Tensor:
-        return torch.from_numpy(CharMod.encode([text])[0])
+        return torch.from_numpy(CharMod.encode_batch([text])[0])
 
     for item, row in zip(items, scores, strict=True):
         for choice, score in zip(item.choices, row, strict=True):

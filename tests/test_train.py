@@ -8,7 +8,8 @@ import torch
 import attnlab.training.trainer as train_module
 from attnlab.errors import TrainingDiverged
 from attnlab.model import GPT, GPTConfig
-from attnlab.training.trainer import TrainConfig, lr_at, make_optimizer, train
+from attnlab.training.optim import gpt_groups, lr_at, make_optimizer, sgd
+from attnlab.training.trainer import TrainConfig, train
 
 MODEL = GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=32, attn="xsa")
 CFG = TrainConfig(
@@ -101,6 +102,24 @@ def test_parameter_groups_get_their_own_learning_rates(data):
     assert not torch.equal(result.model.blocks[0].attn.v_proj.weight, init.blocks[0].attn.v_proj.weight)
 
 
+def test_sgd_keeps_group_order_scaled_rates_and_momentum():
+    model = GPT(MODEL)
+    groups = gpt_groups(model)
+    assert list(groups) == sorted(groups)
+    assert [id(p) for ps in groups.values() for p in ps] == [
+        id(p) for g in sorted(groups) for n, p in model.named_parameters() if model.param_group(n) == g
+    ]
+    opt = sgd(groups, 0.1, momentum=0.9, lr_scale={"qk": 4.0})
+    assert [g["name"] for g in opt.param_groups] == list(groups)
+    assert {g["name"]: g["lr"] for g in opt.param_groups} == {g: 0.4 if g == "qk" else 0.1 for g in groups}
+    assert all(g["momentum"] == 0.9 and g["weight_decay"] == 0 for g in opt.param_groups)
+    # named groups stay in the order given (the circuits read "qk" as group 0), plain parameters are one group
+    w, v = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(2))
+    assert [g["name"] for g in sgd({"qk": [w], "ov": [v]}, 0.5).param_groups] == ["qk", "ov"]
+    plain = sgd([w, v], 0.5)
+    assert len(plain.param_groups) == 1 and plain.param_groups[0]["lr"] == 0.5
+
+
 def test_bf16_autocast_trains_and_precision_is_validated(data):
     cfg = TrainConfig(**{**CFG.to_dict(), "steps": 3, "precision": "bf16"})
     result = train(MODEL, cfg, data, device="cpu", progress=False)
@@ -110,6 +129,7 @@ def test_bf16_autocast_trains_and_precision_is_validated(data):
         TrainConfig(precision="fp8")
 
 
+@pytest.mark.slow  # torch.compile (inductor)
 def test_compiled_training_matches_eager_for_every_attention_kind(data):
     """The gpu and paper presets compile the model (torch.compile, inductor): on the CPU the compiled steps
     must give the eager losses and weights, with one layer of each attention kind in the model."""

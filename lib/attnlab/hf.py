@@ -56,7 +56,7 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask  # noq
 
 from attnlab.attention import rescaled_mix  # noqa: E402
 from attnlab.data import artifacts  # noqa: E402
-from attnlab.data.corpora import ByteTokenizer  # noqa: E402
+from attnlab.data.tokenizer import ByteTokenizer  # noqa: E402
 from attnlab.model import GPT  # noqa: E402
 
 #: The ``attn_implementation`` name under which attnlab's capturing attention function is registered.

@@ -47,31 +47,6 @@ SPLITS = ("train", "validation")
 
 
 # ----------------------------------------------------------------------------------------------
-# tokenizer
-
-
-class ByteTokenizer:
-    """UTF-8 bytes as tokens: a vocabulary of 256, no files needed."""
-
-    vocab_size = 256
-
-    def encode(self, text: str) -> torch.Tensor:
-        """The UTF-8 bytes of ``text`` as a 1-D uint8 tensor."""
-        import numpy as np
-        import torch
-
-        return torch.from_numpy(np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy())
-
-    def decode(self, tokens: Any) -> str:
-        """Text from byte tokens (tensor, array or list of ints); invalid UTF-8 becomes U+FFFD."""
-        import torch
-
-        t = torch.as_tensor(tokens).detach().cpu().flatten()
-        data = t.numpy().tobytes() if t.dtype == torch.uint8 else bytes(t.tolist())
-        return data.decode("utf-8", errors="replace")
-
-
-# ----------------------------------------------------------------------------------------------
 # documents
 
 

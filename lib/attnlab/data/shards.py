@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from attnlab.data import corpora as data
+from attnlab.data.tokenizer import ByteTokenizer, GPT2Tokenizer, Tokenizer, load_tokenizer
 
 META = "shards.json"
 FORMAT = 1
@@ -80,64 +81,6 @@ def stream_documents(source: DatasetSource, split: str) -> Iterator[str]:
     )
     for row in stream:
         yield row[source.text_field]
-
-
-# ----------------------------------------------------------------------------------------------
-# tokenizers
-
-
-class ByteTokens:
-    """UTF-8 bytes (:class:`attnlab.data.corpora.ByteTokenizer`); documents separated by a blank line, as
-    :func:`attnlab.data.corpora.load_tokens` joins them."""
-
-    name = "byte"
-    vocab_size = 256
-
-    def __init__(self) -> None:
-        self._bytes = data.ByteTokenizer()
-        self.separator = self.encode(["\n\n"])[0]
-
-    def encode(self, texts: list[str]) -> list[np.ndarray]:
-        return [self._bytes.encode(text).numpy() for text in texts]
-
-
-class GPT2Tokens:
-    """GPT-2's byte-level BPE (``transformers.GPT2TokenizerFast``); documents separated by
-    ``<|endoftext|>``."""
-
-    def __init__(self, name_or_path: str = "gpt2", local_files_only: bool = False) -> None:
-        from transformers import GPT2TokenizerFast
-
-        tok = GPT2TokenizerFast.from_pretrained(name_or_path, local_files_only=local_files_only)
-        if tok.backend_tokenizer.get_vocab_size(with_added_tokens=False) == 0:  # files missing: an empty BPE
-            raise OSError(f"no GPT-2 tokenizer files (vocab.json, merges.txt) found for {name_or_path!r}")
-        self.name = f"gpt2:{name_or_path}"
-        self.vocab_size = len(tok)
-        self.separator = np.array([tok.eos_token_id])
-        self._backend = tok.backend_tokenizer
-
-    def encode(self, texts: list[str]) -> list[np.ndarray]:
-        return [np.array(e.ids) for e in self._backend.encode_batch(texts, add_special_tokens=False)]
-
-
-Tokenizer = ByteTokens | GPT2Tokens  # encode(texts) -> token arrays; vocab_size; separator
-
-
-def load_tokenizer(spec: str = "auto") -> Tokenizer:
-    """``"byte"``; ``"gpt2"`` (from the hub or its cache) or a folder with GPT-2 tokenizer files, an error
-    if they cannot be loaded; ``"auto"``: GPT-2's tokenizer if it is in the local Hugging Face cache, else
-    bytes."""
-    if spec == "byte":
-        return ByteTokens()
-    if spec != "auto":
-        return GPT2Tokens(spec)
-    try:
-        return GPT2Tokens("gpt2", local_files_only=True)
-    except (ImportError, OSError, ValueError) as err:
-        print(
-            f"shards: GPT-2 tokenizer unavailable ({type(err).__name__}); using byte tokens", file=sys.stderr
-        )
-        return ByteTokens()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -194,12 +137,12 @@ def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
 
 
 def _write_documents(
-    documents: Iterable[str], writer: ShardWriter, tokenizer, max_tokens: int | None
+    documents: Iterable[str], writer: ShardWriter, tokenizer: Tokenizer, max_tokens: int | None
 ) -> None:
     """Tokenise ``documents`` in batches and write them, separated, stopping at ``max_tokens``."""
     first = True
     for batch in _batches(documents, 256):
-        for tokens in tokenizer.encode(batch):
+        for tokens in tokenizer.encode_batch(batch):
             if not first:
                 writer.write(tokenizer.separator)
             first = False
@@ -303,10 +246,10 @@ def shard_tokenizer(meta: dict) -> Tokenizer:
     """The tokenizer a shard folder was written with (its ``shards.json``), to encode new text the same way;
     GPT-2's from the local cache, where writing the shards put it."""
     name = meta["tokenizer"]
-    if name == ByteTokens.name:
-        return ByteTokens()
+    if name == ByteTokenizer.name:
+        return ByteTokenizer()
     if name.startswith("gpt2:"):
-        return GPT2Tokens(name.removeprefix("gpt2:"), local_files_only=True)
+        return GPT2Tokenizer(name.removeprefix("gpt2:"), local_files_only=True)
     raise ValueError(f"unknown tokenizer {name!r} in {META}")
 
 

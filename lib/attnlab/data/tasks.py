@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.data.artifacts import extract
-from attnlab.data.shards import ByteTokens, Tokenizer
+from attnlab.data.tokenizer import ByteTokenizer, Tokenizer
 from attnlab.model import GPT
 
 _ROOT = "bigbench-1.0.0/bigbench/benchmark_tasks"
@@ -44,7 +44,8 @@ TASKS: dict[str, Task] = {
         "cause_and_effect/one_sentence_no_prompt/task.json",
         "commonsense: which of two 'A because B' sentences is plausible",
     ),
-    # Stand-ins for sets that are not available offline (papers/contribution-weights.md, "Downstream").
+    # Stand-ins for sets that are not available offline (docs/papers/contribution-weights.md, "What this
+    # project changes").
     "winowhy": Task(
         "winowhy/task.json",
         "pronoun resolution with a stated reason, correct or incorrect (stand-in for Winogrande)",
@@ -110,10 +111,10 @@ def choice_logprobs(
     prompt a context); the context is cut from the left to fit the model's block size. ``tokenizer``: the
     one of the model's training corpus (``attnlab.training.cache.corpus_tokenizer``; default bytes), applied
     to the context and the choice separately."""
-    tok = tokenizer or ByteTokens()
+    tok = tokenizer or ByteTokenizer()
 
     def encode(text: str) -> torch.Tensor:
-        return torch.from_numpy(tok.encode([text])[0].astype(np.int64))
+        return torch.from_numpy(tok.encode_batch([text])[0].astype(np.int64))
 
     device = next(model.parameters()).device
     block = model.cfg.block_size

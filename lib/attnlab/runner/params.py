@@ -1,8 +1,11 @@
 """Validation of notebook parameters, shared by the notebooks and the runner so that a bad value fails with a
-clear message before any compute."""
+clear message before any compute; and the ``key=value`` parser of the command lines (the runner's ``-p``,
+the trainer's ``--model-config`` / ``--train-config``)."""
 
 from __future__ import annotations
 
+import ast
+import json
 from collections.abc import Iterable, Sequence
 
 import torch
@@ -10,6 +13,24 @@ import torch
 from attnlab.errors import ParameterError
 
 SCALES = ("smoke", "cpu", "gpu", "paper")
+
+
+def parse_assignment(text: str, *, json_values: bool = False) -> tuple[str, object]:
+    """``key=value`` (``key`` an identifier) as ``(key, value)``: the value a Python literal (``[0, 1]``,
+    ``3``, ``(0.9, 0.95)``), with ``json_values`` first tried as JSON (``true``, ``null``), failing that the
+    plain string. Anything else raises :class:`attnlab.errors.ParameterError`."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise ParameterError(f"parameters are given as key=value; got {text!r}")
+    if json_values:
+        try:
+            return key, json.loads(raw)
+        except ValueError:
+            pass
+    try:
+        return key, ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return key, raw
 
 
 def check_scale(scale: object) -> str:

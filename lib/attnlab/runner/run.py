@@ -24,7 +24,7 @@ from pathlib import Path
 from attnlab import paths
 from attnlab.errors import ParameterError
 from attnlab.runner.claims import gather_report
-from attnlab.runner.params import SCALES
+from attnlab.runner.params import SCALES, parse_assignment
 from attnlab.training.launch import NPROC_ENV
 
 # notebook name -> the module whose ``configure(**parameters)`` validates its parameters
@@ -47,17 +47,6 @@ def default_scale() -> str:
     import torch
 
     return "gpu" if torch.cuda.is_available() else "cpu"
-
-
-def parse_assignment(text: str) -> tuple[str, object]:
-    """``key=value`` with value a Python literal (``[0, 1]``, ``3``) or, failing that, a plain string."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key.isidentifier():
-        raise ParameterError(f"parameters are given as key=value; got {text!r}")
-    try:
-        return key, ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        return key, raw
 
 
 def resolve_parameters(name: str, overrides: dict[str, object]) -> dict[str, object]:

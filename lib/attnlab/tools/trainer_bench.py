@@ -25,7 +25,8 @@ import torch
 
 from attnlab.data import shards
 from attnlab.model import GPT, GPTConfig
-from attnlab.training.trainer import TrainConfig, make_optimizer, resolve_device, sample_batch, train
+from attnlab.training.optim import make_optimizer
+from attnlab.training.trainer import TrainConfig, resolve_device, sample_batch, train
 
 # About 50-100 ms a step on one CPU thread.
 MODEL = GPTConfig(n_layer=4, d_model=128, n_head=4, head_dim=32, block_size=128, attn="xsa")

@@ -18,6 +18,7 @@ import torch
 from attnlab import paths
 from attnlab.data import corpora as data
 from attnlab.data import shards
+from attnlab.data.tokenizer import ByteTokenizer, Tokenizer
 from attnlab.errors import ParameterError
 from attnlab.model import GPT, GPTConfig
 from attnlab.training import distributed
@@ -25,7 +26,13 @@ from attnlab.training.trainer import TrainConfig, TrainResult, atomic_save, reso
 
 # Modules whose source defines what a training run computes; editing any of them invalidates the cache.
 PACKAGE = Path(__file__).resolve().parents[1]  # lib/attnlab: digests name modules relative to it
-_CODE_MODULES = ("attention.py", "model.py", "training/trainer.py", "training/distributed.py")
+_CODE_MODULES = (
+    "attention.py",
+    "model.py",
+    "training/trainer.py",
+    "training/optim.py",
+    "training/distributed.py",
+)
 
 
 def code_version() -> str:
@@ -54,7 +61,7 @@ def corpus_fingerprint(corpus: str) -> str:
 def corpus_vocab_size(corpus: str) -> int:
     """The vocabulary size of ``corpus``'s tokenizer (256 for byte tokens)."""
     if corpus in data.corpus_names():
-        return shards.ByteTokens.vocab_size
+        return ByteTokenizer.vocab_size
     return int(shards.read_meta(Path(corpus))["vocab_size"])
 
 
@@ -77,10 +84,10 @@ def corpus_parameter(corpus: object, default: str) -> str:
     return resolve_corpus(corpus or default)
 
 
-def corpus_tokenizer(corpus: str) -> shards.Tokenizer:
+def corpus_tokenizer(corpus: str) -> Tokenizer:
     """The tokenizer of ``corpus``'s tokens, to encode evaluation text as its models read text."""
     if corpus in data.corpus_names():
-        return shards.ByteTokens()
+        return ByteTokenizer()
     return shards.shard_tokenizer(shards.read_meta(Path(corpus)))
 
 

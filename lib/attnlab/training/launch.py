@@ -15,7 +15,6 @@ results cache (``build/runs/<key>/``), where the notebooks find it; with ``--out
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import subprocess
@@ -26,8 +25,9 @@ from pathlib import Path
 
 import torch
 
-from attnlab.errors import TrainingDiverged
+from attnlab.errors import ParameterError, TrainingDiverged
 from attnlab.model import GPTConfig
+from attnlab.runner.params import parse_assignment
 from attnlab.training import distributed
 from attnlab.training.cache import RunSpec, corpus_vocab_size, run_folder, spec_dict, train_cached
 from attnlab.training.trainer import TrainConfig, TrainResult, resolve_device
@@ -36,28 +36,18 @@ NPROC_ENV = "ATTNLAB_NPROC"  # processes per node for :func:`launch` (``make rep
 DIVERGED = "diverged.txt"  # written into the run folder when training diverges, for :func:`launch`
 
 
-def parse_value(raw: str) -> object:
-    """A JSON value (``true``, ``[0.9, 0.95]``), else a Python literal (``(0.9, 0.95)``), else the string."""
-    try:
-        return json.loads(raw)
-    except ValueError:
-        pass
-    try:
-        return ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        return raw
-
-
 def config_from(cls: type, base: dict, items: list[str]) -> GPTConfig | TrainConfig:
-    """``cls(**fields)`` from ``base`` updated by each item in turn: a JSON file of fields or ``key=value``.
-    JSON lists become tuples (``betas``, per-layer ``attn``)."""
+    """``cls(**fields)`` from ``base`` updated by each item in turn: a JSON file of fields or ``key=value``
+    (the value JSON, else a Python literal, else the string). JSON lists become tuples (``betas``, per-layer
+    ``attn``)."""
     values = dict(base)
     for item in items:
-        key, sep, raw = item.partition("=")
-        if sep and key.isidentifier():
-            values[key] = parse_value(raw)
-        else:
+        try:
+            key, value = parse_assignment(item, json_values=True)
+        except ParameterError:  # not key=value: a file
             values.update(json.loads(Path(item).read_text()))
+        else:
+            values[key] = value
     unknown = sorted(set(values) - {f.name for f in fields(cls)})
     if unknown:
         raise ValueError(f"{cls.__name__} has no field(s) {unknown}")

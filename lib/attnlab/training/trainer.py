@@ -1,5 +1,6 @@
-"""Language-model trainer: AdamW with per-group learning rates, linear warm-up then cosine decay, gradient
-clipping, periodic validation, atomic checkpoints and bit-for-bit resume.
+"""Language-model trainer: AdamW with per-group learning rates, linear warm-up then cosine decay
+(:mod:`attnlab.training.optim`), gradient clipping, periodic validation, atomic checkpoints and bit-for-bit
+resume.
 
 Batches are drawn from a generator seeded by (seed, step), so a run resumed from a checkpoint sees exactly the
 batches an uninterrupted run would have seen; with the same thread count a CPU run is repeatable bit for bit.
@@ -26,6 +27,7 @@ from tqdm import tqdm
 from attnlab.errors import TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.training import distributed
+from attnlab.training.optim import make_optimizer, set_lr
 
 
 @dataclass(frozen=True)
@@ -80,36 +82,6 @@ def resolve_device(device: str = "auto") -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} requested but CUDA is not available")
     return dev
-
-
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up over ``warmup_steps``, then cosine decay from lr to lr * min_lr_ratio at the end."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - 1 - cfg.warmup_steps)
-    floor = cfg.lr * cfg.min_lr_ratio
-    return floor + 0.5 * (cfg.lr - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with one parameter group per (``GPT.param_group``, decayed?) pair; matrices are decayed."""
-    groups: dict[tuple[str, bool], list[torch.nn.Parameter]] = {}
-    for name, p in model.named_parameters():
-        groups.setdefault((model.param_group(name), p.dim() >= 2), []).append(p)
-    unknown = set(cfg.lr_scale) - {g for g, _ in groups}
-    if unknown:
-        raise ValueError(f"lr_scale names unknown parameter groups {sorted(unknown)}")
-    param_groups = [
-        {
-            "params": params,
-            "name": name,
-            "lr_scale": cfg.lr_scale.get(name, 1.0),
-            "weight_decay": cfg.weight_decay if decay else 0.0,
-        }
-        for (name, decay), params in sorted(groups.items())
-    ]
-    fused = next(model.parameters()).device.type == "cuda"
-    return torch.optim.AdamW(param_groups, lr=cfg.lr, betas=cfg.betas, fused=fused)
 
 
 def _step_generator(seed: int, step: int) -> torch.Generator:
@@ -268,9 +240,7 @@ def train(
     bar = _progress(cfg.steps, start, desc, progress and ctx.is_main)
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
-        lr = lr_at(step, cfg)
-        for group in opt.param_groups:
-            group["lr"] = lr * group["lr_scale"]
+        lr = set_lr(opt, step, cfg)
         x, y = sample_batch(data["train"], cfg.batch_size, cfg.seq_len, _step_generator(cfg.seed, step), rows)
         opt.zero_grad(set_to_none=True)
         loss_value = distributed.mean(_forward_backward(step_model, wrapped, x, y, micro, dev, cfg.precision))

@@ -1,6 +1,6 @@
 """Single-layer attention circuits of "Faster query-key learning sharpens attention" (arXiv 2608.06776).
 
-A layer is two interacting linear circuits (paper sheet ``papers/qk-speed.md``, "The four parameterisations"):
+A layer is two interacting linear circuits (``docs/papers/qk-speed.md``, "Setup"):
 the query-key (QK) circuit decides where the last position attends, the output-value (OV) circuit maps what it
 reads to logits. With one-hot inputs x_1 .. x_T (vocabulary V = 50), only the last position T querying and
 d = V:
@@ -12,10 +12,11 @@ Factorised circuits write W_QK = W_Q^T W_K (so s_j = (W_Q x_T) . (W_K x_j) / sqr
 the collapsed ones learn W_QK and W_OV directly. ``Circuit`` is CACO (both collapsed); FACO overrides the QK
 circuit, CAFO the OV circuit, and FAFO inherits both overrides. No matrix has a bias.
 
-Initialisation: factorised matrices start at 1e-6 * I (sheet). The sheet and the Korean summary are silent on
-the collapsed ones; we follow the authors' Fig. 2 notebooks (``Net_p4`` / ``Net_CACO``, whose 1e-6 * I lines
-are commented out): PyTorch's default ``nn.Linear`` initialisation, U(-1/sqrt(V), 1/sqrt(V)). Both are options
-(``factorised_init`` / ``collapsed_init``: ``"identity"`` = ``init_scale`` * I, ``"default"`` = nn.Linear's).
+Initialisation: factorised matrices start at 1e-6 * I (``docs/papers/qk-speed.md``, "Setup"). What was read of
+the paper is silent on the collapsed ones; we follow the authors' Fig. 2 notebooks (``Net_p4`` / ``Net_CACO``,
+whose 1e-6 * I lines are commented out): PyTorch's default ``nn.Linear`` initialisation,
+U(-1/sqrt(V), 1/sqrt(V)). Both are options (``factorised_init`` / ``collapsed_init``: ``"identity"`` =
+``init_scale`` * I, ``"default"`` = nn.Linear's).
 
 Also here: ``train_circuit`` (SGD with separate QK / OV learning rates and linear ramps, the Fig. 2 runs) and
 the fixed-attention experiment of Fig. 3 (``train_fixed_attention``).
@@ -43,6 +44,7 @@ from attnlab.papers.qk_speed.synthetic import (
     sample_batch,
     seeded_generator,
 )
+from attnlab.training.optim import sgd
 
 INIT_KINDS = ("identity", "default")
 
@@ -283,13 +285,13 @@ def train_circuit(
     on_epoch: Callable[[int, Circuit], None] | None = None,
     threads: int | None = 1,
 ) -> CircuitTrainResult:
-    """Train a circuit on the synthetic task with plain SGD (no momentum, no weight decay; sheet, Fig. 2).
+    """Train a circuit on the synthetic task with plain SGD (no momentum, no weight decay; paper, Fig. 2).
 
     The QK parameters learn at eta_QK = ``lr_qk`` x ``ramp(step, .., *qk_ramp)``, the OV ones at
     eta_OV = ``lr_ov`` x ``ramp(.., *ov_ramp)`` (e.g. ``qk_ramp=(1, 40)``: the QK learning rate grows linearly
     x1 -> x40 over the planned ``max_epochs`` x ``batches_per_epoch`` steps). The loss is the cross-entropy of
     the last position's logits (over all V tokens) against the label token. Training stops after the first
-    epoch whose mean training loss is <= ``loss_stop`` (sheet: 1e-3; ``None`` never stops early), or after
+    epoch whose mean training loss is <= ``loss_stop`` (paper: 1e-3; ``None`` never stops early), or after
     ``max_epochs``.
 
     A kind name builds the model with ``make_circuit(kind, seed=seed)``; batches come from stream 1 of
@@ -298,10 +300,7 @@ def train_circuit(
     """
     if isinstance(model, str):
         model = make_circuit(model, seed=seed)
-    groups = model.parameter_groups()
-    opt = torch.optim.SGD(
-        [{"params": groups["qk"], "name": "qk"}, {"params": groups["ov"], "name": "ov"}], lr=lr_ov
-    )
+    opt = sgd(model.parameter_groups(), lr_ov)  # groups "qk", then "ov"
     base = {"qk": (lr_qk, qk_ramp), "ov": (lr_ov, ov_ramp)}
     data = seeded_generator(seed, 1)
     total = max_epochs * batches_per_epoch
@@ -431,7 +430,7 @@ def train_fixed_attention(
     threads: int | None = 1,
 ) -> FixedAttentionResult:
     """The fixed-attention experiment of Fig. 3: attention frozen at ``alpha`` on the distinct tokens, only
-    the OV circuit (W_O W_V if ``factorised``, else W_OV) trained by SGD at ``lr`` (sheet: 1e-2, 500 epochs).
+    the OV circuit (W_O W_V if ``factorised``, else W_OV) trained by SGD at ``lr`` (paper: 1e-2, 500 epochs).
 
     Returns the loss per epoch on a held-out set of ``eval_size`` sequences (stream 2 of
     ``seeded_generator``), evaluated before training and after every epoch, as the authors'
@@ -442,7 +441,7 @@ def train_fixed_attention(
     """
     cls = FixedAttentionFactorised if factorised else FixedAttentionCollapsed
     model = cls(factorised_init=init, collapsed_init=init, generator=seeded_generator(seed, 0))
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    opt = sgd(model.parameters(), lr)
     data, held_out = seeded_generator(seed, 1), sample_batch(eval_size, seq_len, seeded_generator(seed, 2))
 
     @torch.no_grad()

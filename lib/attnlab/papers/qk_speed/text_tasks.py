@@ -39,11 +39,12 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.data.artifacts import extract
-from attnlab.data.corpora import ByteTokenizer
 from attnlab.data.tasks import load_task
+from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.errors import TrainingDiverged
 from attnlab.model import GPT, GPTConfig
-from attnlab.training.trainer import TrainConfig, lr_at, make_optimizer
+from attnlab.training.optim import gpt_groups, make_optimizer, set_lr, sgd
+from attnlab.training.trainer import TrainConfig
 
 _BIGBENCH = "bigbench-1.0.0/bigbench/benchmark_tasks"
 SQUAD_PATH = "squad_shifts/squaddev_v1.1.json"
@@ -266,20 +267,13 @@ def train_classifier(
     seed: int,
     device: str = "cpu",
 ) -> dict:
-    """Train ``GPT(cfg)`` (with ``cfg.n_classes``) on the train split with SGD + momentum (sheet, SVA); the
-    parameters of each ``GPT.param_group`` learn at ``lr`` x ``lr_scale.get(group, 1)``. Cross-entropy of the
-    class head on each sequence's last token. Returns ``{"model": state_dict, "train_loss": per-epoch
-    means}``."""
+    """Train ``GPT(cfg)`` (with ``cfg.n_classes``) on the train split with SGD + momentum
+    (docs/papers/qk-speed.md, claim "SVA"); the parameters of each ``GPT.param_group`` learn at ``lr`` x
+    ``lr_scale.get(group, 1)``. Cross-entropy of the class head on each sequence's last token. Returns
+    ``{"model": state_dict, "train_loss": per-epoch means}``."""
     torch.manual_seed(seed)
     model = GPT(cfg).to(device)
-    groups: dict[str, list] = {}
-    for name, p in model.named_parameters():
-        groups.setdefault(model.param_group(name), []).append(p)
-    opt = torch.optim.SGD(
-        [{"params": ps, "lr": lr * lr_scale.get(g, 1.0)} for g, ps in sorted(groups.items())],
-        lr=lr,
-        momentum=momentum,
-    )
+    opt = sgd(gpt_groups(model), lr, momentum=momentum, lr_scale=lr_scale)
     train = data.split(True)
     gen = torch.Generator().manual_seed(seed)
     losses = []
@@ -479,9 +473,7 @@ def train_qa(cfg: GPTConfig, train: TrainConfig, data: QABatchData, *, device: s
     losses = []
     model.train()
     for step in range(train.steps):
-        lr = lr_at(step, train)
-        for group in opt.param_groups:
-            group["lr"] = lr * group["lr_scale"]
+        set_lr(opt, step, train)
         idx = torch.randint(len(data), (train.batch_size,), generator=gen)
         loss = _answer_loss(model, data, idx, device)
         if not math.isfinite(loss.item()):
