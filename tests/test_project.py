@@ -10,7 +10,7 @@ import tomllib
 import yaml
 from packaging.requirements import Requirement
 
-from attnlab.runner.run import NOTEBOOKS
+from attnlab.papers import PAPERS
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -43,7 +43,7 @@ def test_environment_yml_mirrors_pyproject():
 
 
 def test_every_paper_notebook_exists():
-    assert {p.stem for p in NOTEBOOK_PATHS} == set(NOTEBOOKS)
+    assert {p.stem for p in NOTEBOOK_PATHS} == set(PAPERS)
 
 
 @pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)

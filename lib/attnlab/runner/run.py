@@ -23,17 +23,10 @@ from pathlib import Path
 
 from attnlab import paths
 from attnlab.errors import ParameterError
+from attnlab.papers import PAPERS
 from attnlab.runner.claims import gather_report
 from attnlab.runner.params import SCALES, parse_assignment
 from attnlab.training.launch import NPROC_ENV
-
-# notebook name -> the module whose ``configure(**parameters)`` validates its parameters
-NOTEBOOKS = {
-    "xsa": "attnlab.papers.xsa",
-    "qk_speed": "attnlab.papers.qk_speed",
-    "contribution_weights": "attnlab.papers.contribution_weights",
-    "sd_routing": "attnlab.papers.sd_routing",
-}
 
 
 def notebooks_dir() -> Path:
@@ -53,15 +46,15 @@ def resolve_parameters(name: str, overrides: dict[str, object]) -> dict[str, obj
     """The notebook's declared parameters with ``overrides`` applied, validated by its paper module."""
     import papermill
 
-    if name not in NOTEBOOKS:
-        raise ParameterError(f"unknown notebook {name!r}; choose from {sorted(NOTEBOOKS)}")
+    if name not in PAPERS:
+        raise ParameterError(f"unknown notebook {name!r}; choose from {sorted(PAPERS)}")
     declared = papermill.inspect_notebook(str(notebooks_dir() / f"{name}.ipynb"))
     unknown = sorted(set(overrides) - set(declared))
     if unknown:
         known = ", ".join(f"{k} ({v['help']})" for k, v in declared.items())
         raise ParameterError(f"{name}: unknown parameter(s) {unknown}; this notebook takes: {known}")
     merged = {k: ast.literal_eval(v["default"]) for k, v in declared.items()} | overrides
-    importlib.import_module(NOTEBOOKS[name]).configure(**merged).check_data()
+    importlib.import_module(PAPERS[name]).configure(**merged).check_data()
     return merged
 
 
@@ -115,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    names = [n for n in args.notebooks.replace(",", " ").split() if n] or list(NOTEBOOKS)
+    names = [n for n in args.notebooks.replace(",", " ").split() if n] or list(PAPERS)
     scale = "smoke" if args.store else (args.scale or default_scale())
     try:
         overrides = dict(parse_assignment(p) for p in args.param)
