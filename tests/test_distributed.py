@@ -128,7 +128,8 @@ def test_interrupted_two_process_run_resumes_exactly(two_ranks, mode):
     assert history == full_history
     for name, value in full_weights.items():
         assert torch.equal(weights[name], value), name
-    assert [p.name for p in (two_ranks / mode).iterdir()] == ["checkpoint.pt"]  # one writer, no temporaries
+    # one writer, no temporaries: the checkpoint and its checksum record
+    assert sorted(p.name for p in (two_ranks / mode).iterdir()) == ["checkpoint.pt", "checkpoint.pt.sha256"]
 
 
 def test_a_batch_that_does_not_split_evenly_is_refused():

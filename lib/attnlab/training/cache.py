@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from attnlab import paths
+from attnlab import paths, verified
 from attnlab.data import corpora as data
 from attnlab.data import shards
 from attnlab.data.tokenizer import ByteTokenizer, Tokenizer
-from attnlab.errors import ParameterError
+from attnlab.errors import CorruptFile, ParameterError
 from attnlab.model import GPT, GPTConfig
 from attnlab.training import distributed
-from attnlab.training.trainer import TrainConfig, TrainResult, atomic_save, resolve_device, train
+from attnlab.training.trainer import TrainConfig, TrainResult, resolve_device, train
 
 # Modules whose source defines what a training run computes; editing any of them invalidates the cache.
 PACKAGE = Path(__file__).resolve().parents[1]  # lib/attnlab: digests name modules relative to it
@@ -159,8 +160,8 @@ def train_cached(
     run_dir = folder if folder is not None else run_folder(spec, dev)
     result_path = run_dir / "result.pt"
     is_main = ctx.is_main
-    if result_path.exists():
-        state = torch.load(result_path, map_location=dev, weights_only=True)
+    state = _load_result(result_path, dev, label)
+    if state is not None:
         model = GPT(spec.model).to(dev)
         model.load_state_dict(state["model"])
         if is_main:
@@ -183,17 +184,31 @@ def train_cached(
         micro_batch=micro_batch,
     )
     if is_main:
-        atomic_save(
+        verified.save(
             {"model": result.model.state_dict(), "history": result.history, "timing": result.timing},
             result_path,
         )
-        (run_dir / "checkpoint.pt").unlink(missing_ok=True)
+        verified.discard(run_dir / "checkpoint.pt")
         print(
             f"{label}: trained {spec.train.steps} steps, {result.tokens_per_s:,.0f} tokens/s, "
             f"final val loss {result.final_val_loss:.3f}"
         )
     distributed.barrier()  # every rank returns once the result is stored
     return result
+
+
+def _load_result(path: Path, device: torch.device | str, label: str) -> dict | None:
+    """A stored result, verified against its SHA-256 record; None when there is none. One that fails the
+    check (flipped bytes, truncated, no record) is discarded with a message, so it is computed again: a
+    corrupt result is never used."""
+    if not path.exists():
+        return None
+    try:
+        return verified.load(path, map_location=device)
+    except CorruptFile as err:
+        print(f"{label}: cached result not used: {err}; computing it again", file=sys.stderr)
+        verified.discard(path)
+        return None
 
 
 def spec_dict(spec: RunSpec) -> dict:
@@ -246,12 +261,13 @@ def cached_result(
     so a first run and a cached re-run see identical objects. Returns ``(result, loaded_from_cache)``.
     """
     path = result_path(kind, config, data, code)
-    if path.exists():
-        return torch.load(path, map_location="cpu", weights_only=True), True
-    atomic_save(compute(), path)
+    stored = _load_result(path, "cpu", kind)
+    if stored is not None:
+        return stored, True
+    verified.save(compute(), path)
     # Read it back as a later run will: a result weights_only cannot load fails now, not on the re-run.
     try:
-        return torch.load(path, map_location="cpu", weights_only=True), False
-    except Exception:
-        path.unlink(missing_ok=True)
+        return verified.load(path, map_location="cpu"), False
+    except CorruptFile:
+        verified.discard(path)
         raise

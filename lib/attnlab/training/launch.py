@@ -62,6 +62,10 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         config_from(TrainConfig, base.get("train", {}), args.train_config),
         corpus,
     )
+    if spec.train.seq_len > spec.model.block_size:
+        raise ValueError(
+            f"TrainConfig.seq_len={spec.train.seq_len} exceeds GPTConfig.block_size={spec.model.block_size}"
+        )
     vocab = corpus_vocab_size(corpus)
     if vocab > spec.model.vocab_size:
         raise ValueError(f"corpus {corpus!r} has {vocab} token ids; set --model-config vocab_size={vocab}")
@@ -99,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ctx = distributed.context()
     try:
+        if args.micro_batch is not None and args.micro_batch < 1:
+            raise ValueError(f"--micro-batch must be a positive integer, got {args.micro_batch}")
         spec = spec_from_args(args)
         if args.out is not None:
             check_out(args.out, spec, args.resume)

@@ -13,7 +13,6 @@ rounding. ``python -m attnlab.training`` is the command line (:mod:`attnlab.trai
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -24,7 +23,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from attnlab.errors import TrainingDiverged
+from attnlab import fields, verified
+from attnlab.errors import ConfigError, CorruptFile, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.training import distributed
 from attnlab.training.optim import make_optimizer, set_lr
@@ -50,8 +50,29 @@ class TrainConfig:
     compile: bool = False  # torch.compile the model for the training steps
 
     def __post_init__(self) -> None:
-        if self.precision not in ("fp32", "bf16"):
-            raise ValueError(f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
+        fields.positive_ints(self, "steps", "batch_size", "seq_len", "eval_every", "eval_batches")
+        fields.positive_ints(self, "checkpoint_every")
+        fields.non_negative_ints(self, "warmup_steps", "seed")
+        fields.positive_floats(self, "lr", "grad_clip")
+        fields.non_negative_floats(self, "weight_decay", "min_lr_ratio")
+        fields.one_of(self, "precision", ("fp32", "bf16"))
+        fields.bools(self, "compile")
+        if self.min_lr_ratio > 1:
+            raise ConfigError(f"TrainConfig.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio!r}")
+        betas = self.betas
+        if not (
+            isinstance(betas, (tuple, list))
+            and len(betas) == 2
+            and all(isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < 1 for b in betas)
+        ):
+            raise ConfigError(f"TrainConfig.betas must be two numbers in [0, 1), got {betas!r}")
+        if not isinstance(self.lr_scale, dict) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+            for k, v in self.lr_scale.items()
+        ):
+            raise ConfigError(
+                f"TrainConfig.lr_scale must map group names to numbers >= 0, got {self.lr_scale!r}"
+            )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -151,15 +172,17 @@ def _forward_backward(
     return torch.stack(losses).mean()
 
 
-def atomic_save(obj: object, path: Path) -> None:
-    """torch.save to a temporary sibling, then rename: a crash never leaves a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def _checkpoint(path: Path, map_location: torch.device | str) -> dict | None:
+    """The checkpoint at ``path``, verified; None when there is none. A corrupt or unverifiable one is
+    discarded with a message, and the run starts from scratch: resuming from it could store a wrong result."""
+    if not path.exists():
+        return None
     try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        return verified.load(path, map_location=map_location)
+    except CorruptFile as err:
+        print(f"checkpoint not used: {err}; starting this run from step 0", file=sys.stderr)
+        verified.discard(path)
+        return None
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool) -> tqdm:
@@ -204,6 +227,12 @@ def train(
     rows per forward pass (default, or when larger: all of a rank's rows) accumulate the gradient of a step
     in several passes.
     """
+    if cfg.seq_len > model_cfg.block_size:
+        raise ConfigError(
+            f"TrainConfig.seq_len={cfg.seq_len} exceeds GPTConfig.block_size={model_cfg.block_size}"
+        )
+    if micro_batch is not None and (not isinstance(micro_batch, int) or micro_batch < 1):
+        raise ConfigError(f"micro_batch must be a positive integer, got {micro_batch!r}")
     ctx, dev = distributed.setup(resolve_device(device))
     rows = ctx.shard(cfg.batch_size)  # this rank's rows of every global batch
     local_rows = rows.stop - rows.start
@@ -219,8 +248,8 @@ def train(
     timing = {"seconds": 0.0, "steps": 0, "tokens_per_step": cfg.batch_size * cfg.seq_len}
     ckpt_path = run_dir / "checkpoint.pt" if run_dir is not None else None
     start = 0
-    if ckpt_path is not None and ckpt_path.exists():
-        state = torch.load(ckpt_path, map_location="cpu" if sharded else dev, weights_only=True)
+    state = _checkpoint(ckpt_path, "cpu" if sharded else dev) if ckpt_path is not None else None
+    if state is not None:
         if state.get("sharded", False) != sharded:
             mode = "with" if state.get("sharded", False) else "without"
             raise ValueError(f"{ckpt_path} was written {mode} FSDP sharding: resume it {mode} FSDP")
@@ -266,7 +295,7 @@ def train(
         if ckpt_path is not None and done % cfg.checkpoint_every == 0 and done < cfg.steps:
             model_state, opt_state = distributed.full_state(model, opt)
             if ctx.is_main:
-                atomic_save(
+                verified.save(
                     {
                         "model": model_state,
                         "optimizer": opt_state,
