@@ -11,11 +11,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab.data.corpora import ByteTokenizer
+from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.errors import ParameterError
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers import qk_speed
-from attnlab.papers.qk_speed import experiment as qk_experiment
 from attnlab.papers.qk_speed import plots, text_tasks
 from attnlab.papers.qk_speed.dynamics import simulate
 from attnlab.runner import run
@@ -242,7 +241,9 @@ def test_train_qa_and_qa_outputs_run_and_score_in_range():
     examples = text_tasks.load_squad(window=40, max_answer=12, limit=8)
     data = text_tasks.encode_qa(examples)
     cfg = GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=data.tokens.shape[1] + 16)
-    out = text_tasks.train_qa(cfg, TrainConfig(steps=3, batch_size=4, seq_len=0, warmup_steps=1), data)
+    out = text_tasks.train_qa(
+        cfg, TrainConfig(steps=3, batch_size=4, seq_len=cfg.block_size, warmup_steps=1), data
+    )
     model = GPT(cfg)
     model.load_state_dict(out["model"])
     res = text_tasks.qa_outputs(model, data, max_new=4)
@@ -289,83 +290,6 @@ def test_paper_presets_follow_the_sheet():
         assert p.squad.qk_scale == 20.0 and p.squad.model.n_layer == 6
     labels = [r.label for r in qk_speed.fig2_runs(qk_speed.PRESETS["paper"].circuits)]
     assert labels[:4] == ["FAFO", "FACO", "CAFO", "CACO"] and len(set(labels)) == len(labels)
-
-
-def test_sign_verdict():
-    assert qk_experiment._sign_verdict([0.1, 0.2]) == "holds"
-    assert qk_experiment._sign_verdict([-0.1, -0.2]) == "does not hold"
-    assert qk_experiment._sign_verdict([0.3, -0.1]).startswith("inconclusive")
-
-
-def test_sharper_needs_a_rise_in_every_seed_and_a_minimum_mean_gain():
-    assert qk_experiment._sharper_verdict([0.1, 0.2]) == "holds"
-    assert qk_experiment._sharper_verdict([0.01, 0.02]).startswith("inconclusive: higher in every seed")
-    assert qk_experiment._sharper_verdict([0.3, -0.01]).startswith("inconclusive: the sign differs")
-
-
-def _exp():
-    return qk_speed.configure(scale="smoke")
-
-
-def test_ratio_claim_reads_the_sweep():
-    rows = [
-        {"ratio": r, "seed": s, "mass": 0.3 + 0.1 * i, "accuracy": 1.0}
-        for i, r in enumerate((1, 5, 20))
-        for s in (0, 1)
-    ]
-    (claim,) = _exp()._claims_ratio(pd.DataFrame(rows))
-    assert claim.verdict == "holds"
-    rows[-1]["accuracy"] = rows[-2]["accuracy"] = 0.5
-    (claim,) = _exp()._claims_ratio(pd.DataFrame(rows))
-    assert claim.verdict.startswith("does not hold: attention sharpens but accuracy")
-    flat = [dict(r, mass=0.3, accuracy=1.0) for r in rows]
-    assert _exp()._claims_ratio(pd.DataFrame(flat))[0].verdict == "does not hold"
-
-
-def test_fig3_claim_needs_falling_loss_and_positive_difference():
-    frame = pd.DataFrame(
-        [
-            {"ov": ov, "alpha": a, "epoch": 3, "loss": 1.0 - a, "fd": 0.1}
-            for ov in ("factorised", "collapsed")
-            for a in (0.2, 0.6, 1.0)
-        ]
-    )
-    claims = _exp()._claims_fig3(frame)
-    assert [c.verdict for c in claims] == ["holds", "holds"]
-    frame.loc[frame["alpha"] == 1.0, "loss"] = 2.0
-    assert _exp()._claims_fig3(frame)[0].verdict == "does not hold"
-
-
-def test_real_data_claims_from_hand_made_runs():
-    rows = []
-    for variant, mass in (("baseline", 0.2), ("fast QK", 0.5)):
-        for seed in (0, 1):
-            for k in range(10):
-                rows.append(
-                    {
-                        "variant": variant,
-                        "seed": seed,
-                        "mass": mass + 0.01 * seed,
-                        "true_prob": 0.9,
-                        "correct": k < 8,
-                    }
-                )
-    sharp, same = _exp()._real_claim(pd.DataFrame(rows), "SVA", "", "", "correct", "accuracy")
-    assert sharp.verdict == "holds" and same.verdict == "holds"
-    frame = pd.DataFrame(rows)
-    frame.loc[frame["variant"] == "fast QK", "correct"] = False
-    assert _exp()._real_claim(frame, "SVA", "", "", "correct", "accuracy")[1].verdict == "does not hold"
-
-
-def test_supported_law_and_fig4_claims_on_real_simulations():
-    sims = {r: simulate(r, loss_stop=1e-2, record_every=20) for r in (0.1, 10.0)}
-    fits = qk_speed.QKSpeedExperiment.growth_fits(sims)
-    law = qk_speed.QKSpeedExperiment.supported_law(fits)
-    assert list(law.index) == [0.1, 10.0]
-    better = law["r2 exp(mu_QK) ~ log^2 t"] > law["r2 mu_QK ~ log^2 t"]
-    assert (law["better"] == np.where(better, "exp(mu_QK) ~ log^2 t", "mu_QK ~ log^2 t")).all()
-    claims = _exp()._claims_fig4(sims, fits)
-    assert claims[0].verdict == "holds"  # alpha rises with r
 
 
 def test_dtap_mean_over_seeds():

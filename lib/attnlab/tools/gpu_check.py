@@ -65,8 +65,7 @@ def cases(scale: str) -> list[Case]:
     own = contribution_weights.PRESETS[scale].own
     out.append(Case("contribution", "own GPT", "sa", RunSpec(own.model, own.train, own.corpus)))
     squad = qk_speed.PRESETS[scale].squad
-    qa_as_lm = replace(squad.train, seq_len=squad.model.block_size)
-    out.append(Case("qk_speed", "SQuAD", "sa", RunSpec(squad.model, qa_as_lm)))
+    out.append(Case("qk_speed", "SQuAD", "sa", RunSpec(squad.model, squad.train)))
     return out
 
 

@@ -1,24 +1,22 @@
-"""Faster query-key learning sharpens attention (arXiv 2608.06776): scale presets and the experiments of
-its"""
+"""Faster query-key learning sharpens attention (arXiv 2608.06776; see docs/papers/qk-speed.md): scale
+presets (``presets``), the experiment of its notebook (``experiment``), its claims (``claims``), figures
+(``plots``), the circuits, synthetic task and reduced dynamics, and the real-data tasks (``text_tasks``)."""
 
-from attnlab.papers.qk_speed.experiment import (
+from attnlab.papers.qk_speed.claims import MIN_GAIN
+from attnlab.papers.qk_speed.experiment import PAPER, VARIANTS, QKSpeedExperiment, configure
+from attnlab.papers.qk_speed.presets import (
     KINDS,
-    MIN_GAIN,
-    PAPER,
     PAPER_FIG3_FINAL,
     PAPER_SEEDS,
     PRESETS,
     SVA_ITEMS,
-    VARIANTS,
     CircuitRun,
     CircuitSetup,
     DynamicsSetup,
     FixedSetup,
     Preset,
-    QKSpeedExperiment,
     SquadSetup,
     SVASetup,
-    configure,
     fig2_runs,
     preset_table,
 )

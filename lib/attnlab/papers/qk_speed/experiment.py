@@ -1,10 +1,10 @@
-"""Faster query-key learning sharpens attention (arXiv 2608.06776): scale presets and the experiments of its
-notebook.
+"""Faster query-key learning sharpens attention (arXiv 2608.06776): the experiments of its notebook (the scale
+presets are in ``presets``, the claims table in ``claims``).
 
 The notebook ``notebooks/qk_speed.ipynb`` calls ``configure`` with its parameters, then the methods of the
 returned ``QKSpeedExperiment``. Every training run goes through ``attnlab.training.cache.cached_result``: a
 re-run with the same settings, data and code loads the trained weights instead of training them. Settings are
-those of the paper sheet (``papers/qk-speed.md``, read from the authors' notebooks); where a scale departs
+those of ``docs/papers/qk-speed.md`` (read from the authors' notebooks); where a scale departs
 from them (a larger learning rate with proportionally fewer SGD steps at ``cpu`` scale, fewer items) the
 preset says so.
 """
@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import statistics
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -25,8 +24,9 @@ import torch
 
 from attnlab.errors import ParameterError
 from attnlab.metrics import attention_confidence, attention_mass, dtap_histogram, faithfulness
-from attnlab.model import GPT, GPTConfig
+from attnlab.model import GPT
 from attnlab.papers.experiment import PaperExperiment
+from attnlab.papers.qk_speed import claims as paper_claims
 from attnlab.papers.qk_speed.circuits import (
     evaluate_circuit,
     make_circuit,
@@ -34,6 +34,7 @@ from attnlab.papers.qk_speed.circuits import (
     train_fixed_attention,
 )
 from attnlab.papers.qk_speed.dynamics import ReducedModel, Simulation, Trajectory, fit_growth_laws, simulate
+from attnlab.papers.qk_speed.presets import PRESETS, SVA_ITEMS, CircuitRun, Preset, fig2_runs
 from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
 from attnlab.papers.qk_speed.text_tasks import (
     DatasetUnavailable,
@@ -47,312 +48,21 @@ from attnlab.papers.qk_speed.text_tasks import (
     train_classifier,
     train_qa,
 )
-from attnlab.runner.claims import Claim, signed, verdict_below_zero
+from attnlab.runner.claims import Claim
 from attnlab.runner.params import check_device, check_scale, check_seeds
 from attnlab.runner.plan import PlannedRun
 from attnlab.training.cache import cached_result, result_path
-from attnlab.training.trainer import TrainConfig
 
 PAPER = "qk_speed"
-KINDS = ("fafo", "faco", "cafo", "caco")
 VARIANTS = ("baseline", "fast QK")  # real-data runs
 
 _CIRCUIT_CODE = ("papers/qk_speed/circuits.py", "papers/qk_speed/synthetic.py")
 _GPT_CODE = ("attention.py", "model.py", "training/trainer.py", "papers/qk_speed/text_tasks.py")
 
-# The paper's numbers (sheet).
-PAPER_FIG3_FINAL = {0.2: 3.8e-3, 0.4: 1.5e-3, 0.6: 8.9e-4, 0.8: 6.3e-4, 1.0: 4.9e-4}  # factorised OV
-
-
-# --- presets ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CircuitSetup:
-    """Fig. 2 and the ratio sweep: SGD on the synthetic task (sheet: LR 1e-2, batch 32, early stop at mean
-    epoch loss <= 1e-3). ``lr`` is the shared learning rate; the faster-QK runs raise only the QK circuit's:
-    FAFO by ``fast_fafo`` (sheet: eta_QK 0.2 vs eta_OV 0.01, x20), CACO by ``fast_caco`` (key LR 0.05 vs
-    0.01, x5), the ramps linearly x1 -> x``ramp_fafo`` (40) / x``ramp_caco`` (10) over the planned steps.
-    CACO's faster-QK runs use sequences of ``caco_seq_len`` (128)."""
-
-    lr: float
-    batches_per_epoch: int
-    max_epochs: int
-    loss_stop: float | None
-    eval_size: int
-    fast_fafo: float = 20.0
-    fast_caco: float = 5.0
-    ramp_fafo: float = 40.0
-    ramp_caco: float = 10.0
-    seq_len: int = 64
-    caco_seq_len: int = 128
-    ratios: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 20.0)  # eta_QK / eta_OV, FAFO
-
-
-@dataclass(frozen=True)
-class FixedSetup:
-    """Fig. 3: attention fixed at alpha, only OV trained (sheet: SGD 1e-2, 500 epochs of 250 batches)."""
-
-    alphas: tuple[float, ...]
-    epochs: int
-    batches_per_epoch: int
-    lr: float
-    eval_size: int
-    step: float = 0.005  # the finite difference's delta alpha
-
-
-@dataclass(frozen=True)
-class DynamicsSetup:
-    """Fig. 4: the reduced dynamics (sheet: RK4, step 10 in tau, until the loss is <= 1e-4)."""
-
-    rs: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0, 100.0)
-    loss_stop: float = 1e-4
-    dtau: float = 10.0
-    record_every: int = 50
-
-
-SVA_ITEMS = 500  # Linzen et al. items in BIG-bench
-
-
-@dataclass(frozen=True)
-class SVASetup:
-    """Subject-verb agreement: the sheet's 1-layer model, SGD momentum 0.99, LR 5e-4, QK (and embeddings)
-    x100, 15 epochs; ``limit`` items (None: all 500); faithfulness at the top ``topk`` fraction."""
-
-    model: GPTConfig
-    epochs: int = 15
-    batch_size: int = 32
-    lr: float = 5e-4
-    momentum: float = 0.99
-    qk_scale: float = 100.0
-    limit: int | None = None
-    topk: float = 0.2
-
-
-@dataclass(frozen=True)
-class SquadSetup:
-    """SQuAD v1.1 dev as generative QA (sheet: 6-layer decoder, QK x20); ``train_limit`` / ``test_limit``
-    questions of the train / test articles (None: all); paragraphs cut to ``window`` characters."""
-
-    model: GPTConfig
-    train: TrainConfig
-    qk_scale: float = 20.0
-    window: int = 160
-    max_answer: int = 40  # longest first gold answer kept (characters); greedy decoding stops 8 bytes later
-    train_limit: int | None = None
-    test_limit: int | None = None
-
-
-@dataclass(frozen=True)
-class Preset:
-    seeds: tuple[int, ...]  # synthetic-task seeds (sheet: 1234-1238)
-    circuits: CircuitSetup
-    ratio_seeds: int  # how many of ``seeds`` the ratio sweep uses
-    fixed: FixedSetup
-    dynamics: DynamicsSetup
-    sva: SVASetup
-    sva_seeds: tuple[int, ...]
-    squad: SquadSetup
-    squad_seeds: tuple[int, ...]
-    parallel: bool = True  # train the circuit runs in worker processes (``workers``)
-
-
-def _sva_model(**kw) -> GPTConfig:
-    """The sheet's real-data model: 1 layer, d_model 64, 4 heads x 64, MLP 256, context 256, learned
-    positions, a class head on the last token (vocabulary set from the data)."""
-    base = dict(
-        vocab_size=2,
-        n_layer=1,
-        d_model=64,
-        n_head=4,
-        head_dim=64,
-        d_ff=256,
-        block_size=256,
-        pos="learned",
-        n_classes=2,
-        tie_embeddings=False,
-    )
-    return GPTConfig(**(base | kw))
-
-
-def _qa_model(n_layer: int, d_model: int, n_head: int, block: int = 320) -> GPTConfig:
-    return GPTConfig(
-        vocab_size=256,
-        n_layer=n_layer,
-        d_model=d_model,
-        n_head=n_head,
-        head_dim=d_model // n_head,
-        block_size=block,
-        pos="learned",
-    )
-
-
-def _qa_train(steps: int, batch: int, lr: float, **kw) -> TrainConfig:
-    return TrainConfig(
-        steps=steps,
-        batch_size=batch,
-        seq_len=0,
-        lr=lr,
-        warmup_steps=max(1, steps // 20),
-        weight_decay=0.01,
-        eval_every=steps,
-        **kw,
-    )
-
-
-PAPER_SEEDS = (1234, 1235, 1236, 1237, 1238)
-
-_PAPER_CIRCUITS = CircuitSetup(
-    lr=1e-2, batches_per_epoch=250, max_epochs=2500, loss_stop=1e-3, eval_size=2000
-)
-_PAPER_FIXED = FixedSetup(
-    alphas=(0.2, 0.4, 0.6, 0.8, 1.0), epochs=500, batches_per_epoch=250, lr=1e-2, eval_size=2000
-)
-
-PRESETS: dict[str, Preset] = {
-    # About a minute on a CPU: every cell runs, nothing converges.
-    "smoke": Preset(
-        seeds=(1234, 1235),
-        circuits=CircuitSetup(
-            lr=1.0, batches_per_epoch=20, max_epochs=4, loss_stop=1e-3, eval_size=256, ratios=(1.0, 20.0)
-        ),
-        ratio_seeds=1,
-        fixed=FixedSetup(alphas=(0.2, 0.6, 1.0), epochs=4, batches_per_epoch=20, lr=0.4, eval_size=256),
-        dynamics=DynamicsSetup(),
-        sva=SVASetup(_sva_model(), epochs=3, limit=100),
-        sva_seeds=(0, 1),
-        squad=SquadSetup(
-            _qa_model(1, 32, 2),
-            _qa_train(20, 16, 1e-3),
-            window=64,
-            max_answer=20,
-            train_limit=64,
-            test_limit=16,
-        ),
-        squad_seeds=(0,),
-        parallel=False,  # starting worker processes would cost more than the runs
-    ),
-    # A 2-core machine, under 30 minutes. The circuits use LR 1.0 instead of 1e-2 with 100 instead of 250
-    # batches per epoch: 60 epochs x 100 steps x 1.0 = 6000 units of lr x steps, the sheet's 2500 x 250 x 1e-2
-    # = 6250; Fig. 3 likewise (lr x steps 50 x 50 x 0.4 = 1000 vs 500 x 250 x 1e-2 = 1250).
-    "cpu": Preset(
-        seeds=(1234, 1235, 1236),
-        circuits=CircuitSetup(
-            lr=1.0,
-            batches_per_epoch=100,
-            max_epochs=60,
-            loss_stop=1e-3,
-            eval_size=2000,
-            ratios=(0.5, 1.0, 2.0, 5.0, 10.0, 20.0),
-        ),
-        ratio_seeds=2,
-        fixed=FixedSetup(
-            alphas=(0.2, 0.4, 0.6, 0.8, 1.0), epochs=50, batches_per_epoch=50, lr=0.4, eval_size=2000
-        ),
-        dynamics=DynamicsSetup(),
-        sva=SVASetup(_sva_model()),
-        sva_seeds=(0, 1, 2, 3, 4),
-        squad=SquadSetup(
-            _qa_model(2, 64, 4),
-            _qa_train(600, 32, 3e-3),
-            window=96,
-            max_answer=30,
-            train_limit=4000,
-            test_limit=200,
-        ),
-        squad_seeds=(0, 1),
-    ),
-    # One GPU: the authors' settings (epochs, seeds); the circuits are tiny and run on the CPU either way.
-    "gpu": Preset(
-        seeds=PAPER_SEEDS,
-        circuits=_PAPER_CIRCUITS,
-        ratio_seeds=3,
-        fixed=_PAPER_FIXED,
-        dynamics=DynamicsSetup(),
-        sva=SVASetup(_sva_model()),
-        sva_seeds=PAPER_SEEDS,
-        squad=SquadSetup(_qa_model(6, 256, 8, 448), _qa_train(6000, 64, 5e-4), window=256),
-        squad_seeds=(0, 1, 2),
-    ),
-    "paper": Preset(
-        seeds=PAPER_SEEDS,
-        circuits=_PAPER_CIRCUITS,
-        ratio_seeds=5,
-        fixed=_PAPER_FIXED,
-        dynamics=DynamicsSetup(record_every=1),
-        sva=SVASetup(_sva_model()),
-        sva_seeds=PAPER_SEEDS,
-        squad=SquadSetup(_qa_model(6, 512, 8, 448), _qa_train(20000, 64, 3e-4), window=256),
-        squad_seeds=PAPER_SEEDS,
-    ),
-}
-
-
-# --- the circuit runs of Fig. 2 ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CircuitRun:
-    """One Fig. 2 configuration: a parameterisation and its QK / OV learning rates and ramps."""
-
-    label: str
-    kind: str
-    qk_factor: float = 1.0  # eta_QK = qk_factor x the shared LR
-    qk_ramp: tuple[float, float] = (1.0, 1.0)
-    seq_len: int = 64
-
-
-def fig2_runs(c: CircuitSetup) -> list[CircuitRun]:
-    """Row 1: the four parameterisations at the shared LR; row 2: faster QK (a constant ratio, ramps)."""
-    return [
-        *(CircuitRun(k.upper(), k, seq_len=c.seq_len) for k in KINDS),
-        CircuitRun(f"FAFO QK x{c.fast_fafo:g}", "fafo", c.fast_fafo, seq_len=c.seq_len),
-        CircuitRun(
-            f"FAFO QK ramp x1-x{c.ramp_fafo:g}", "fafo", qk_ramp=(1.0, c.ramp_fafo), seq_len=c.seq_len
-        ),
-        CircuitRun(f"CACO L{c.caco_seq_len}", "caco", seq_len=c.caco_seq_len),
-        CircuitRun(
-            f"CACO L{c.caco_seq_len} QK x{c.fast_caco:g}", "caco", c.fast_caco, seq_len=c.caco_seq_len
-        ),
-        CircuitRun(
-            f"CACO L{c.caco_seq_len} QK ramp x1-x{c.ramp_caco:g}",
-            "caco",
-            qk_ramp=(1.0, c.ramp_caco),
-            seq_len=c.caco_seq_len,
-        ),
-    ]
-
 
 def _tensors(d: dict) -> dict:
     """Lists of floats as float64 tensors, for a weights_only-loadable cache entry."""
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in d.items()}
-
-
-def _mean_sd(values, digits: int = 3) -> str:
-    values = [float(v) for v in values]
-    spread = f" ± {statistics.stdev(values):.{digits}f}" if len(values) > 1 else ""
-    return f"{statistics.fmean(values):.{digits}f}{spread}"
-
-
-MIN_GAIN = 0.05  # the smallest mean rise in attention mass (fraction of the attention) that counts as sharper
-
-
-def _sign_verdict(diffs: list[float], n_label: str = "seed") -> str:
-    """``holds`` when every difference is > 0, ``does not hold`` when their mean is <= 0, else
-    inconclusive."""
-    verdict = verdict_below_zero([-d for d in diffs])
-    if verdict.startswith("inconclusive"):
-        return f"inconclusive: the sign differs between {n_label}s"
-    return verdict
-
-
-def _sharper_verdict(gains: list[float]) -> str:
-    """Attention is sharper when the mass on the relevant tokens rises in every seed and by at least
-    ``MIN_GAIN`` on average; a rise in every seed that is smaller than that is inconclusive."""
-    verdict = _sign_verdict(gains)
-    if verdict.startswith("holds") and statistics.fmean(gains) < MIN_GAIN:
-        return f"inconclusive: higher in every seed, but by less than {MIN_GAIN} on average"
-    return verdict
 
 
 def _train_circuit(config: dict) -> dict:
@@ -826,226 +536,8 @@ class QKSpeedExperiment(PaperExperiment):
     # Claims ------------------------------------------------------------------------------------------------
 
     def claims(self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain: str) -> list[Claim]:
-        return [
-            *self._claims_fig2(fig2),
-            *self._claims_ratio(ratio),
-            *self._claims_fig3(fig3),
-            *self._claims_fig4(sims, fits),
-            *self._claims_sva(sva),
-            *self._claims_squad(squad),
-            Claim(
-                "HateXplain",
-                "faster QK sharpens attention on rationale tokens at similar accuracy",
-                "AdamW 5e-5, QK x30, 30 epochs (numbers not in the sheet)",
-                hatexplain,
-                "not testable here: HateXplain is not available offline",
-            ),
-        ]
-
-    def _per_seed(self, frame: pd.DataFrame, key: str, label: str, column: str) -> pd.Series:
-        return frame[frame[key] == label].groupby("seed")[column].mean()
-
-    def _claims_fig2(self, fig2: pd.DataFrame) -> list[Claim]:
-        c = self.preset.circuits
-        runs = {r.label: r for r in fig2_runs(c)}
-        labels = list(runs)
-        m = {lab: self._per_seed(fig2, "run", lab, "mass") for lab in labels}
-        acc = {lab: self._per_seed(fig2, "run", lab, "correct") for lab in labels}
-        fafo, faco, cafo, caco = (lab.upper() for lab in KINDS)
-        collapsed_gap = (np.minimum(m[faco], m[caco]) - np.maximum(m[fafo], m[cafo])).tolist()
-        claims = [
-            Claim(
-                "Fig. 2",
-                "collapsed-OV models (FACO, CACO) concentrate attention on distinct tokens more than the "
-                "factorised-OV ones at a shared LR",
-                "CACO, FACO: mass mostly in the high-attention bins; FAFO: weak attention",
-                "mean distinct mass " + ", ".join(f"{k} {_mean_sd(m[k])}" for k in (fafo, faco, cafo, caco)),
-                _sharper_verdict(collapsed_gap),
-            ),
-            Claim(
-                "Fig. 2",
-                "FAFO predicts correctly with weak attention",
-                "FAFO: high true-label probability, distinct mass low",
-                f"FAFO accuracy {_mean_sd(acc[fafo])}, distinct mass {_mean_sd(m[fafo])}",
-                "holds" if (acc[fafo] >= 0.95).all() and (m[fafo] < 0.5).all() else "does not hold",
-            ),
-        ]
-        pairs = [
-            (fafo, labels[4], f"eta_QK = {c.fast_fafo:g} x eta_OV (0.2 vs 0.01)"),
-            (fafo, labels[5], f"QK LR ramp x1 -> x{c.ramp_fafo:g}"),
-            (labels[6], labels[7], f"key LR x{c.fast_caco:g} (0.05 vs 0.01)"),
-            (labels[6], labels[8], f"QK LR ramp x1 -> x{c.ramp_caco:g}"),
-        ]
-        for base, fast, how in pairs:
-            gain = (m[fast] - m[base]).tolist()
-            d_acc = 100 * (acc[fast] - acc[base])
-            same_acc = bool((d_acc.abs() <= 2).all())
-            verdict = _sharper_verdict(gain)
-            if verdict.startswith("holds") and not same_acc:
-                verdict = "does not hold: attention sharpens but accuracy changes by more than 2 points"
-            claims.append(
-                Claim(
-                    "Fig. 2",
-                    f"faster QK ({how}) sharpens attention on distinct tokens at the same accuracy "
-                    f"({fast} vs {base})",
-                    "moves towards sharp, FACO-like attention",
-                    f"mass {_mean_sd(m[base])} -> {_mean_sd(m[fast])}; accuracy {_mean_sd(acc[base])} -> "
-                    f"{_mean_sd(acc[fast])}",
-                    verdict,
-                )
-            )
-        return claims
-
-    def _claims_ratio(self, ratio: pd.DataFrame) -> list[Claim]:
-        by = ratio.groupby("ratio")[["mass", "accuracy"]].mean()
-        ranks = pd.DataFrame({"ratio": by.index.to_numpy(), "mass": by["mass"].to_numpy()}).rank()
-        rho = float(ranks["ratio"].corr(ranks["mass"]))  # Spearman: Pearson of the ranks
-        acc_range = 100 * (by["accuracy"].max() - by["accuracy"].min())
-        mass = by["mass"].to_numpy()
-        # "sharpens": never falls by more than 0.01 from one ratio to the next and rises by MIN_GAIN overall
-        rises = bool((np.diff(mass) > -0.01).all()) and mass[-1] - mass[0] >= MIN_GAIN
-        if rises and acc_range <= 2:
-            verdict = "holds"
-        elif rises:
-            verdict = "does not hold: attention sharpens but accuracy changes by more than 2 points"
-        else:
-            verdict = "does not hold"
-        return [
-            Claim(
-                "ratio sweep",
-                "raising eta_QK / eta_OV sharpens attention without changing accuracy (FAFO)",
-                "sharper attention, same accuracy",
-                "distinct mass by ratio: "
-                + ", ".join(f"{k:g}: {v:.3f}" for k, v in by["mass"].items())
-                + f" (Spearman {signed(rho, 2)}); accuracy range {acc_range:.1f} points",
-                verdict,
-            )
-        ]
-
-    def _claims_fig3(self, fig3: pd.DataFrame) -> list[Claim]:
-        last = fig3[fig3["epoch"] == fig3["epoch"].max()]
-        claims = []
-        for ov in ("factorised", "collapsed"):
-            final = last[last["ov"] == ov].set_index("alpha")["loss"]
-            fd = last[last["ov"] == ov].set_index("alpha")["fd"]
-            paper = (
-                ", ".join(f"{a:g}: {v:.1e}" for a, v in PAPER_FIG3_FINAL.items())
-                if ov == "factorised"
-                else ("not given")
-            )
-            claims.append(
-                Claim(
-                    "Fig. 3",
-                    f"with attention fixed, more mass on the distinct tokens gives a lower loss ({ov} OV)",
-                    f"final losses (alpha: loss) {paper}",
-                    "final held-out loss "
-                    + ", ".join(f"{a:g}: {v:.1e}" for a, v in final.items())
-                    + "; finite difference dL/d(-alpha) "
-                    + ", ".join(f"{a:g}: {v:.2g}" for a, v in fd.items()),
-                    "holds" if (np.diff(final.to_numpy()) < 0).all() and (fd > 0).all() else "does not hold",
-                )
-            )
-        return claims
-
-    def _claims_fig4(self, sims: dict[float, Simulation], fits: pd.DataFrame) -> list[Claim]:
-        final = self.final_values(sims)
-        alphas = final["alpha"].to_numpy()
-        law = self.supported_law(fits)
-        ov = law["r2 mu_OV ~ log t"]
-        n_exp = int((law["better"] == "exp(mu_QK) ~ log^2 t").sum())
-        return [
-            Claim(
-                "Fig. 4",
-                "a faster QK circuit (larger r) ends with sharper attention",
-                "alpha rises with r",
-                "final alpha by r: " + ", ".join(f"{r:g}: {a:.3f}" for r, a in final["alpha"].items()),
-                "holds" if (np.diff(alphas) > 0).all() else "does not hold",
-            ),
-            Claim(
-                "Fig. 4",
-                "mu_OV grows like log t",
-                "mu_OV ~ log t",
-                "R^2 of mu_OV ~ log t over the late half, by r: "
-                + ", ".join(f"{r:g}: {v:.3f}" for r, v in ov.items()),
-                "holds" if (ov >= 0.95).all() else "inconclusive: the linear fit in log t is poor for some r",
-            ),
-            Claim(
-                "Fig. 4",
-                "mu_QK grows like log^2 t (the summary's reading)",
-                "mu_QK ~ log^2 t",
-                f"exp(mu_QK) ~ log^2 t fits better (higher R^2) for {n_exp} of {len(law)} r; "
-                "R^2 (mu_QK, exp mu_QK) by r: "
-                + ", ".join(
-                    f"{r:g}: {a:.3f}, {b:.3f}"
-                    for r, a, b in zip(
-                        law.index, law["r2 mu_QK ~ log^2 t"], law["r2 exp(mu_QK) ~ log^2 t"], strict=True
-                    )
-                ),
-                "does not hold: exp(mu_QK) ~ log^2 t fits better"
-                if n_exp > len(law) / 2
-                else "holds"
-                if n_exp == 0
-                else "inconclusive: the better law depends on r",
-            ),
-        ]
-
-    def _real_claim(self, frame, name, paper_acc, paper_sharp, acc_col, acc_label) -> list[Claim]:
-        per_seed = frame.groupby(["variant", "seed"])[["mass", acc_col]].mean()
-        base, fast = per_seed.loc["baseline"], per_seed.loc["fast QK"]
-        common = base.index.intersection(fast.index)
-        gain = (fast.loc[common, "mass"] - base.loc[common, "mass"]).tolist()
-        ac = self.ac_by_seed(frame).pivot_table(index="seed", columns="variant", values="AC")
-        d_acc = 100 * (fast[acc_col].mean() - base[acc_col].mean())
-        spread = 100 * max(
-            base[acc_col].std() if len(base) > 1 else 0, fast[acc_col].std() if len(fast) > 1 else 0
-        )
-        tol = max(2.0, 2 * spread)
-        return [
-            Claim(
-                name,
-                "faster QK puts more attention on the relevant tokens",
-                paper_sharp,
-                f"attention mass {_mean_sd(base['mass'])} -> {_mean_sd(fast['mass'])}; AC "
-                f"{_mean_sd(ac['baseline'], 1)} % -> {_mean_sd(ac['fast QK'], 1)} %",
-                _sharper_verdict(gain),
-            ),
-            Claim(
-                name,
-                f"at a similar {acc_label}",
-                paper_acc,
-                f"{acc_label} {_mean_sd(base[acc_col])} -> {_mean_sd(fast[acc_col])} (difference "
-                f"{signed(d_acc, 1)} "
-                f"points; tolerance {tol:.1f})",
-                "holds" if abs(d_acc) <= tol else "does not hold",
-            ),
-        ]
-
-    def _claims_sva(self, sva: pd.DataFrame) -> list[Claim]:
-        claims = self._real_claim(
-            sva,
-            "SVA",
-            "accuracy ~0.92-0.93",
-            "attention on subject and verb rises (no number in the sheet)",
-            "correct",
-            "accuracy",
-        )
-        acc = sva.groupby(["variant", "seed"])["correct"].mean().groupby(level=0).mean()
-        best = float(acc.max())
-        claims.append(
-            Claim(
-                "SVA",
-                "the 1-layer model learns agreement",
-                "accuracy ~0.92-0.93 (Linzen's full data set)",
-                "accuracy "
-                + ", ".join(f"{k} {v:.3f}" for k, v in acc.items())
-                + " (500 BIG-bench items, 80 % for training)",
-                "holds" if best >= 0.9 else "does not hold: far less training data than the paper's",
-            )
-        )
-        return claims
-
-    def _claims_squad(self, squad: pd.DataFrame) -> list[Claim]:
-        return self._real_claim(squad, "SQuAD", "similar F1", "AC ~12 % -> ~43 %", "f1", "F1")
+        """The claims table's rows (:func:`attnlab.papers.qk_speed.claims.claims`)."""
+        return paper_claims.claims(self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain)
 
 
 def configure(
@@ -1068,36 +560,3 @@ def configure(
     return QKSpeedExperiment(
         scale=scale, preset=preset, seeds=seeds, device=check_device(device), workers=workers
     )
-
-
-def preset_table(preset: Preset) -> pd.DataFrame:
-    """The settings of a preset, flattened into (setting, value) rows for the notebook."""
-    rows = []
-    for name in ("circuits", "fixed", "dynamics"):
-        for k, v in asdict(getattr(preset, name)).items():
-            rows.append({"setting": f"{name}.{k}", "value": str(v)})
-    s = preset.sva
-    rows += [
-        {"setting": f"sva.{k}", "value": str(getattr(s, k))}
-        for k in ("epochs", "batch_size", "lr", "momentum", "qk_scale", "limit", "topk")
-    ]
-    q = preset.squad
-    rows += [
-        {
-            "setting": "squad.model",
-            "value": f"{q.model.n_layer} layers, d {q.model.d_model}, {q.model.n_head} heads",
-        },
-        {
-            "setting": "squad.train",
-            "value": f"{q.train.steps} steps x {q.train.batch_size}, AdamW {q.train.lr:g}",
-        },
-        {
-            "setting": "squad.questions",
-            "value": f"train {q.train_limit}, test {q.test_limit}, window {q.window}",
-        },
-        {
-            "setting": "seeds",
-            "value": f"synthetic {preset.seeds}, SVA {preset.sva_seeds}, SQuAD {preset.squad_seeds}",
-        },
-    ]
-    return pd.DataFrame(rows).set_index("setting")

@@ -1,0 +1,312 @@
+"""Faster query-key learning sharpens attention (arXiv 2608.06776): the scale presets, the paper's reference
+numbers and the Fig. 2 run configurations a preset defines. Settings are those of ``docs/papers/qk-speed.md``
+(read from the authors' notebooks); where a scale departs from them (a larger learning rate with
+proportionally fewer SGD steps at ``cpu`` scale, fewer items) the preset says so."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from attnlab.model import GPTConfig
+from attnlab.training.trainer import TrainConfig
+
+KINDS = ("fafo", "faco", "cafo", "caco")
+
+# The paper's numbers (docs/papers/qk-speed.md, "Claims and the paper's numbers").
+PAPER_FIG3_FINAL = {0.2: 3.8e-3, 0.4: 1.5e-3, 0.6: 8.9e-4, 0.8: 6.3e-4, 1.0: 4.9e-4}  # factorised OV
+
+
+# --- presets ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CircuitSetup:
+    """Fig. 2 and the ratio sweep: SGD on the synthetic task (paper: LR 1e-2, batch 32, early stop at mean
+    epoch loss <= 1e-3). ``lr`` is the shared learning rate; the faster-QK runs raise only the QK circuit's:
+    FAFO by ``fast_fafo`` (paper: eta_QK 0.2 vs eta_OV 0.01, x20), CACO by ``fast_caco`` (key LR 0.05 vs
+    0.01, x5), the ramps linearly x1 -> x``ramp_fafo`` (40) / x``ramp_caco`` (10) over the planned steps.
+    CACO's faster-QK runs use sequences of ``caco_seq_len`` (128)."""
+
+    lr: float
+    batches_per_epoch: int
+    max_epochs: int
+    loss_stop: float | None
+    eval_size: int
+    fast_fafo: float = 20.0
+    fast_caco: float = 5.0
+    ramp_fafo: float = 40.0
+    ramp_caco: float = 10.0
+    seq_len: int = 64
+    caco_seq_len: int = 128
+    ratios: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 20.0)  # eta_QK / eta_OV, FAFO
+
+
+@dataclass(frozen=True)
+class FixedSetup:
+    """Fig. 3: attention fixed at alpha, only OV trained (paper: SGD 1e-2, 500 epochs of 250 batches)."""
+
+    alphas: tuple[float, ...]
+    epochs: int
+    batches_per_epoch: int
+    lr: float
+    eval_size: int
+    step: float = 0.005  # the finite difference's delta alpha
+
+
+@dataclass(frozen=True)
+class DynamicsSetup:
+    """Fig. 4: the reduced dynamics (paper: RK4, step 10 in tau, until the loss is <= 1e-4)."""
+
+    rs: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0, 100.0)
+    loss_stop: float = 1e-4
+    dtau: float = 10.0
+    record_every: int = 50
+
+
+SVA_ITEMS = 500  # Linzen et al. items in BIG-bench
+
+
+@dataclass(frozen=True)
+class SVASetup:
+    """Subject-verb agreement: the paper's 1-layer model, SGD momentum 0.99, LR 5e-4, QK (and embeddings)
+    x100, 15 epochs; ``limit`` items (None: all 500); faithfulness at the top ``topk`` fraction."""
+
+    model: GPTConfig
+    epochs: int = 15
+    batch_size: int = 32
+    lr: float = 5e-4
+    momentum: float = 0.99
+    qk_scale: float = 100.0
+    limit: int | None = None
+    topk: float = 0.2
+
+
+@dataclass(frozen=True)
+class SquadSetup:
+    """SQuAD v1.1 dev as generative QA (paper: 6-layer decoder, QK x20); ``train_limit`` / ``test_limit``
+    questions of the train / test articles (None: all); paragraphs cut to ``window`` characters."""
+
+    model: GPTConfig
+    train: TrainConfig
+    qk_scale: float = 20.0
+    window: int = 160
+    max_answer: int = 40  # longest first gold answer kept (characters); greedy decoding stops 8 bytes later
+    train_limit: int | None = None
+    test_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class Preset:
+    seeds: tuple[int, ...]  # synthetic-task seeds (paper: 1234-1238)
+    circuits: CircuitSetup
+    ratio_seeds: int  # how many of ``seeds`` the ratio sweep uses
+    fixed: FixedSetup
+    dynamics: DynamicsSetup
+    sva: SVASetup
+    sva_seeds: tuple[int, ...]
+    squad: SquadSetup
+    squad_seeds: tuple[int, ...]
+    parallel: bool = True  # train the circuit runs in worker processes (``workers``)
+
+
+def _sva_model(**kw) -> GPTConfig:
+    """The paper's real-data model: 1 layer, d_model 64, 4 heads x 64, MLP 256, context 256, learned
+    positions, a class head on the last token (vocabulary set from the data)."""
+    base = dict(
+        vocab_size=2,
+        n_layer=1,
+        d_model=64,
+        n_head=4,
+        head_dim=64,
+        d_ff=256,
+        block_size=256,
+        pos="learned",
+        n_classes=2,
+        tie_embeddings=False,
+    )
+    return GPTConfig(**(base | kw))
+
+
+def _qa_model(n_layer: int, d_model: int, n_head: int, block: int = 320) -> GPTConfig:
+    return GPTConfig(
+        vocab_size=256,
+        n_layer=n_layer,
+        d_model=d_model,
+        n_head=n_head,
+        head_dim=d_model // n_head,
+        block_size=block,
+        pos="learned",
+    )
+
+
+def _qa_train(steps: int, batch: int, lr: float, block: int = 320, **kw) -> TrainConfig:
+    """QA training: batches are padded to their longest sequence, so ``seq_len`` is the longest possible one,
+    the model's block size (what the planner counts and what a language-model pass of the model uses)."""
+    return TrainConfig(
+        steps=steps,
+        batch_size=batch,
+        seq_len=block,
+        lr=lr,
+        warmup_steps=max(1, steps // 20),
+        weight_decay=0.01,
+        eval_every=steps,
+        **kw,
+    )
+
+
+PAPER_SEEDS = (1234, 1235, 1236, 1237, 1238)
+
+_PAPER_CIRCUITS = CircuitSetup(
+    lr=1e-2, batches_per_epoch=250, max_epochs=2500, loss_stop=1e-3, eval_size=2000
+)
+_PAPER_FIXED = FixedSetup(
+    alphas=(0.2, 0.4, 0.6, 0.8, 1.0), epochs=500, batches_per_epoch=250, lr=1e-2, eval_size=2000
+)
+
+PRESETS: dict[str, Preset] = {
+    # About a minute on a CPU: every cell runs, nothing converges.
+    "smoke": Preset(
+        seeds=(1234, 1235),
+        circuits=CircuitSetup(
+            lr=1.0, batches_per_epoch=20, max_epochs=4, loss_stop=1e-3, eval_size=256, ratios=(1.0, 20.0)
+        ),
+        ratio_seeds=1,
+        fixed=FixedSetup(alphas=(0.2, 0.6, 1.0), epochs=4, batches_per_epoch=20, lr=0.4, eval_size=256),
+        dynamics=DynamicsSetup(),
+        sva=SVASetup(_sva_model(), epochs=3, limit=100),
+        sva_seeds=(0, 1),
+        squad=SquadSetup(
+            _qa_model(1, 32, 2),
+            _qa_train(20, 16, 1e-3),
+            window=64,
+            max_answer=20,
+            train_limit=64,
+            test_limit=16,
+        ),
+        squad_seeds=(0,),
+        parallel=False,  # starting worker processes would cost more than the runs
+    ),
+    # A 2-core machine, under 30 minutes. The circuits use LR 1.0 instead of 1e-2 with 100 instead of 250
+    # batches per epoch: 60 epochs x 100 steps x 1.0 = 6000 units of lr x steps, the paper's 2500 x 250 x 1e-2
+    # = 6250; Fig. 3 likewise (lr x steps 50 x 50 x 0.4 = 1000 vs 500 x 250 x 1e-2 = 1250).
+    "cpu": Preset(
+        seeds=(1234, 1235, 1236),
+        circuits=CircuitSetup(
+            lr=1.0,
+            batches_per_epoch=100,
+            max_epochs=60,
+            loss_stop=1e-3,
+            eval_size=2000,
+            ratios=(0.5, 1.0, 2.0, 5.0, 10.0, 20.0),
+        ),
+        ratio_seeds=2,
+        fixed=FixedSetup(
+            alphas=(0.2, 0.4, 0.6, 0.8, 1.0), epochs=50, batches_per_epoch=50, lr=0.4, eval_size=2000
+        ),
+        dynamics=DynamicsSetup(),
+        sva=SVASetup(_sva_model()),
+        sva_seeds=(0, 1, 2, 3, 4),
+        squad=SquadSetup(
+            _qa_model(2, 64, 4),
+            _qa_train(600, 32, 3e-3),
+            window=96,
+            max_answer=30,
+            train_limit=4000,
+            test_limit=200,
+        ),
+        squad_seeds=(0, 1),
+    ),
+    # One GPU: the authors' settings (epochs, seeds); the circuits are tiny and run on the CPU either way.
+    "gpu": Preset(
+        seeds=PAPER_SEEDS,
+        circuits=_PAPER_CIRCUITS,
+        ratio_seeds=3,
+        fixed=_PAPER_FIXED,
+        dynamics=DynamicsSetup(),
+        sva=SVASetup(_sva_model()),
+        sva_seeds=PAPER_SEEDS,
+        squad=SquadSetup(_qa_model(6, 256, 8, 448), _qa_train(6000, 64, 5e-4, block=448), window=256),
+        squad_seeds=(0, 1, 2),
+    ),
+    "paper": Preset(
+        seeds=PAPER_SEEDS,
+        circuits=_PAPER_CIRCUITS,
+        ratio_seeds=5,
+        fixed=_PAPER_FIXED,
+        dynamics=DynamicsSetup(record_every=1),
+        sva=SVASetup(_sva_model()),
+        sva_seeds=PAPER_SEEDS,
+        squad=SquadSetup(_qa_model(6, 512, 8, 448), _qa_train(20000, 64, 3e-4, block=448), window=256),
+        squad_seeds=PAPER_SEEDS,
+    ),
+}
+
+
+# --- the circuit runs of Fig. 2 ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CircuitRun:
+    """One Fig. 2 configuration: a parameterisation and its QK / OV learning rates and ramps."""
+
+    label: str
+    kind: str
+    qk_factor: float = 1.0  # eta_QK = qk_factor x the shared LR
+    qk_ramp: tuple[float, float] = (1.0, 1.0)
+    seq_len: int = 64
+
+
+def fig2_runs(c: CircuitSetup) -> list[CircuitRun]:
+    """Row 1: the four parameterisations at the shared LR; row 2: faster QK (a constant ratio, ramps)."""
+    return [
+        *(CircuitRun(k.upper(), k, seq_len=c.seq_len) for k in KINDS),
+        CircuitRun(f"FAFO QK x{c.fast_fafo:g}", "fafo", c.fast_fafo, seq_len=c.seq_len),
+        CircuitRun(
+            f"FAFO QK ramp x1-x{c.ramp_fafo:g}", "fafo", qk_ramp=(1.0, c.ramp_fafo), seq_len=c.seq_len
+        ),
+        CircuitRun(f"CACO L{c.caco_seq_len}", "caco", seq_len=c.caco_seq_len),
+        CircuitRun(
+            f"CACO L{c.caco_seq_len} QK x{c.fast_caco:g}", "caco", c.fast_caco, seq_len=c.caco_seq_len
+        ),
+        CircuitRun(
+            f"CACO L{c.caco_seq_len} QK ramp x1-x{c.ramp_caco:g}",
+            "caco",
+            qk_ramp=(1.0, c.ramp_caco),
+            seq_len=c.caco_seq_len,
+        ),
+    ]
+
+
+def preset_table(preset: Preset) -> pd.DataFrame:
+    """The settings of a preset, flattened into (setting, value) rows for the notebook."""
+    rows = []
+    for name in ("circuits", "fixed", "dynamics"):
+        for k, v in asdict(getattr(preset, name)).items():
+            rows.append({"setting": f"{name}.{k}", "value": str(v)})
+    s = preset.sva
+    rows += [
+        {"setting": f"sva.{k}", "value": str(getattr(s, k))}
+        for k in ("epochs", "batch_size", "lr", "momentum", "qk_scale", "limit", "topk")
+    ]
+    q = preset.squad
+    rows += [
+        {
+            "setting": "squad.model",
+            "value": f"{q.model.n_layer} layers, d {q.model.d_model}, {q.model.n_head} heads",
+        },
+        {
+            "setting": "squad.train",
+            "value": f"{q.train.steps} steps x {q.train.batch_size}, AdamW {q.train.lr:g}",
+        },
+        {
+            "setting": "squad.questions",
+            "value": f"train {q.train_limit}, test {q.test_limit}, window {q.window}",
+        },
+        {
+            "setting": "seeds",
+            "value": f"synthetic {preset.seeds}, SVA {preset.sva_seeds}, SQuAD {preset.squad_seeds}",
+        },
+    ]
+    return pd.DataFrame(rows).set_index("setting")
