@@ -227,7 +227,7 @@ def fetch(name: str) -> Path:
             raise ArtifactError(
                 f"checksum mismatch for {art.label}: the registry served {art.filename} with "
                 f"SHA-256 {digest}, expected {art.sha256}; the file was discarded. Do not use it: "
-                "check the pin in attnlab.data.artifacts.ARTIFACTS against data-sources"
+                "check the pin in attnlab.data.artifacts.ARTIFACTS against the package registry"
             )
         os.replace(got, target)
     finally:

@@ -333,7 +333,7 @@ def _fig4(exp: QKSpeedExperiment, sims: dict[float, Simulation], fits: pd.DataFr
         ),
         Claim(
             "Fig. 4",
-            "mu_QK grows like log^2 t (the summary's reading)",
+            "mu_QK grows like log^2 t (a reading of the paper, docs/papers/qk-speed.md)",
             "mu_QK ~ log^2 t",
             f"exp(mu_QK) ~ log^2 t fits better (higher R^2) for {sum(exp_better)} of {len(law)} r; "
             "R^2 (mu_QK, exp mu_QK) by r: "
@@ -390,7 +390,7 @@ def _sva(exp: QKSpeedExperiment, sva: pd.DataFrame) -> list[Claim]:
         sva,
         "SVA",
         "accuracy ~0.92-0.93",
-        "attention on subject and verb rises (no number in the sheet)",
+        "attention on subject and verb rises (no number known)",
         "correct",
         "accuracy",
     )
@@ -432,7 +432,7 @@ def claims(
         Claim(
             "HateXplain",
             "faster QK sharpens attention on rationale tokens at similar accuracy",
-            "AdamW 5e-5, QK x30, 30 epochs (numbers not in the sheet)",
+            "AdamW 5e-5, QK x30, 30 epochs (no numbers known)",
             hatexplain,
             HATEXPLAIN,
         ),
