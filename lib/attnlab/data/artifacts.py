@@ -298,11 +298,23 @@ def _safe_relpath(member: str) -> PurePosixPath | None:
     return PurePosixPath(*parts)
 
 
-def _read_marker(folder: Path) -> list[str] | None:
+def _read_marker(folder: Path) -> dict | None:
+    """The completion marker: the member patterns extracted and the SHA-256 of every file extracted."""
     try:
-        return json.loads((folder / MARKER).read_text())["members"]
-    except (OSError, ValueError, KeyError):
+        marker = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
         return None
+    ok = isinstance(marker, dict) and isinstance(marker.get("members"), list)
+    return marker if ok and isinstance(marker.get("files"), dict) else None
+
+
+def _changed_files(folder: Path, files: dict[str, str]) -> list[str]:
+    """The extracted files that are missing or differ from the digests recorded when they were extracted."""
+    return [
+        rel
+        for rel, digest in files.items()
+        if not (folder / rel).is_file() or sha256_file(folder / rel) != digest
+    ]
 
 
 def _covers(done: list[str] | None, wanted: list[str]) -> bool:
@@ -324,13 +336,27 @@ def extract(name: str, members: list[str] | None = None) -> Path:
     art = get(name)
     final = extract_dir(name)
     wanted = ["*"] if members is None else list(members)
-    done = _read_marker(final)
+    marker = _read_marker(final)
+    if marker is None and final.exists():  # interrupted, or written before files were recorded
+        shutil.rmtree(final)
+    if marker is not None:
+        changed = _changed_files(final, marker["files"])
+        if changed:
+            print(
+                f"{art.label}: {len(changed)} extracted file(s) changed since extraction "
+                f"({changed[0]}, ...); extracting them again from the verified archive",
+                file=sys.stderr,
+            )
+            shutil.rmtree(final)
+            marker = None
+    done = marker["members"] if marker is not None else None
     if _covers(done, wanted):
         return final
     archive = fetch(name)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the extracted folder should not be
+    files: dict[str, str] = dict(marker["files"]) if marker is not None else {}
     try:
         matched: set[str] = set()
         for member, f in _members(archive):
@@ -347,8 +373,12 @@ def extract(name: str, members: list[str] | None = None) -> Path:
             matched.update(hits)
             out = tmp / rel
             out.parent.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha256()
             with open(out, "wb") as dst:
-                shutil.copyfileobj(f, dst)
+                while block := f.read(1 << 20):
+                    digest.update(block)
+                    dst.write(block)
+            files[str(rel)] = digest.hexdigest()
         missing = [p for p in wanted if p not in matched]
         if missing:
             raise ArtifactError(
@@ -356,7 +386,7 @@ def extract(name: str, members: list[str] | None = None) -> Path:
                 "check the member patterns passed to extract()"
             )
         recorded = sorted(set(wanted) | set(done or []))
-        (tmp / MARKER).write_text(json.dumps({"sha256": art.sha256, "members": recorded}))
+        (tmp / MARKER).write_text(json.dumps({"sha256": art.sha256, "members": recorded, "files": files}))
         try:
             os.replace(tmp, final)  # fast path: nothing extracted before
         except OSError:

@@ -23,26 +23,27 @@ the head goes to train, the tail to validation, so both splits see every work.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import os
 import re
 import sqlite3
-import uuid
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attnlab import verified
 from attnlab.data.artifacts import extract, get
-from attnlab.errors import ArtifactError
+from attnlab.errors import ArtifactError, CorruptFile
 from attnlab.paths import data_dir
 
 if TYPE_CHECKING:
     import datasets
     import torch
 
-#: Bump whenever cleaning or splitting changes: it is part of :func:`fingerprint`.
-SPLIT_VERSION = "1"
 SPLITS = ("train", "validation")
 
 
@@ -185,10 +186,24 @@ def corpus_documents(name: str) -> list[tuple[str, str]]:
 # splits
 
 
+@functools.cache
+def derivation_digest() -> str:
+    """Digest of the source of every function that derives splits and tokens from an artifact (the corpus
+    readers, cleaning, splitting, writing, tokenising): part of :func:`fingerprint`, so editing any of them
+    rebuilds the derived files and changes the key of every run trained on them, with no version to bump."""
+    steps = (corpus_documents, *_CORPORA.values(), clean_text, detokenize, split_point, split_document)
+    steps += (prepare_splits, load_tokens)
+    h = hashlib.sha256()
+    for step in steps:
+        h.update(inspect.getsource(step).encode())
+    return h.hexdigest()[:16]
+
+
 def fingerprint(name: str, val_fraction: float = 0.1) -> str:
-    """Short hex digest of what determines the splits: artifact SHA-256, fraction, code version."""
+    """Short hex digest of what determines the splits and tokens: the artifact's SHA-256, the fraction and
+    the deriving code (:func:`derivation_digest`)."""
     _check_name(name)
-    key = json.dumps([name, get(name).sha256, float(val_fraction), SPLIT_VERSION])
+    key = json.dumps([name, get(name).sha256, float(val_fraction), derivation_digest()])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -220,24 +235,14 @@ def corpus_dir(name: str) -> Path:
     return data_dir() / "corpora" / name
 
 
-def _write_atomic(path: Path, write: Callable[[Any], None], mode: str = "w") -> None:
-    """Write ``path`` through a temporary file in its folder, then move it into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, mode.replace("w", "x"), encoding=None if "b" in mode else "utf-8") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def prepare_splits(name: str, val_fraction: float = 0.1) -> dict[str, Path]:
     """Write (or reuse) ``data_dir()/corpora/<name>/{train,validation}.jsonl``.
 
     Each line is ``{"doc": doc_id, "text": ...}``, one per document and split, in doc_id order; a
     part that would be empty is left out. ``meta.json``, written last, records the
-    :func:`fingerprint` and sizes; files whose fingerprint matches are reused as they are.
+    :func:`fingerprint` and sizes. Every file is written through :mod:`attnlab.verified`: files whose
+    fingerprint matches and whose bytes pass their check are reused; an edited, truncated or unrecorded
+    one is rebuilt from the verified artifact, with a message.
     """
     if not 0 < val_fraction < 1:
         raise ValueError(f"val_fraction must be between 0 and 1, got {val_fraction}")
@@ -245,22 +250,28 @@ def prepare_splits(name: str, val_fraction: float = 0.1) -> dict[str, Path]:
     paths = {split: folder / f"{split}.jsonl" for split in SPLITS}
     fp = fingerprint(name, val_fraction)
     meta_path = folder / "meta.json"
-    if _read_meta(folder).get("fingerprint") == fp and all(p.is_file() for p in paths.values()):
-        return paths
+    if _read_meta(folder).get("fingerprint") == fp:
+        try:
+            for path in paths.values():
+                verified.read_bytes(path)
+            return paths
+        except CorruptFile as err:
+            print(f"corpus {name}: {err}; rebuilding its splits from the verified artifact", file=sys.stderr)
 
     docs = corpus_documents(name)
     folder.mkdir(parents=True, exist_ok=True)
-    meta_path.unlink(missing_ok=True)
+    verified.discard(meta_path)
     for split in SPLITS:  # token caches belong to the old splits
-        _tokens_path(name, split).unlink(missing_ok=True)
+        verified.discard(_tokens_path(name, split))
     parts = {split: [] for split in SPLITS}
     for doc_id, text in docs:
         for split, part in zip(SPLITS, split_document(text, val_fraction), strict=True):
             if part:
                 parts[split].append({"doc": doc_id, "text": part})
     for split in SPLITS:
-        lines = [json.dumps(row, ensure_ascii=False) + "\n" for row in parts[split]]
-        _write_atomic(paths[split], lambda f, lines=lines: f.writelines(lines))
+        verified.write_text(
+            paths[split], "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in parts[split])
+        )
     meta = {
         "fingerprint": fp,
         "corpus": name,
@@ -268,21 +279,22 @@ def prepare_splits(name: str, val_fraction: float = 0.1) -> dict[str, Path]:
         "documents": len(docs),
         "chars": {split: sum(len(r["text"]) for r in parts[split]) for split in SPLITS},
     }
-    _write_atomic(meta_path, lambda f: json.dump(meta, f, indent=1))
+    verified.write_text(meta_path, json.dumps(meta, indent=1))
     return paths
 
 
 def _read_meta(folder: Path) -> dict[str, Any]:
+    """The verified ``meta.json`` of a corpus folder; empty (so everything is rebuilt) when it is missing,
+    unrecorded or fails its check."""
     try:
-        return json.loads((folder / "meta.json").read_text())
-    except (OSError, ValueError):
+        return json.loads(verified.read_text(folder / "meta.json"))
+    except (CorruptFile, ValueError):
         return {}
 
 
 def read_split(path: Path) -> list[dict[str, str]]:
-    """The rows of a split file written by :func:`prepare_splits`."""
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The rows of a split file written by :func:`prepare_splits`, verified (:class:`CorruptFile` if not)."""
+    return [json.loads(line) for line in verified.read_text(path).splitlines() if line.strip()]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -311,7 +323,8 @@ def _tokens_path(name: str, split: str) -> Path:
 def load_tokens(name: str, val_fraction: float = 0.1) -> dict[str, torch.Tensor]:
     """Byte tokens of each split: its documents joined with a blank line, as 1-D uint8 tensors.
 
-    Cached as ``<split>.tokens.npy`` beside the jsonl (removed whenever the splits are rewritten).
+    Cached as ``<split>.tokens.npy`` beside the jsonl (removed whenever the splits are rewritten), verified
+    when read: a cache that fails its check is rebuilt from the verified splits, with a message.
     """
     import numpy as np
     import torch
@@ -320,9 +333,15 @@ def load_tokens(name: str, val_fraction: float = 0.1) -> dict[str, torch.Tensor]
     out = {}
     for split, path in paths.items():
         cache = _tokens_path(name, split)
-        if not cache.is_file():
+        array = None
+        if cache.exists():
+            try:
+                array = verified.load_array(cache)
+            except CorruptFile as err:
+                print(f"corpus {name}: {err}; rebuilding its tokens from the splits", file=sys.stderr)
+        if array is None:
             text = "\n\n".join(row["text"] for row in read_split(path))
             array = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-            _write_atomic(cache, lambda f, array=array: np.save(f, array), mode="wb")
-        out[split] = torch.from_numpy(np.load(cache))
+            verified.save_array(array, cache)
+        out[split] = torch.from_numpy(np.array(array))
     return out
