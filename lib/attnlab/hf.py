@@ -57,6 +57,7 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask  # noq
 from attnlab.attention import rescaled_mix  # noqa: E402
 from attnlab.data import artifacts  # noqa: E402
 from attnlab.data.tokenizer import ByteTokenizer  # noqa: E402
+from attnlab.errors import ParameterError  # noqa: E402
 from attnlab.model import GPT  # noqa: E402
 
 #: The ``attn_implementation`` name under which attnlab's capturing attention function is registered.
@@ -85,6 +86,25 @@ def set_offline() -> None:
 
 # ----------------------------------------------------------------------------------------------
 # loading
+
+
+def check_model_name(name: str) -> None:
+    """Fail at once, naming the parameter's value, unless :func:`load` can load ``name`` here: a pinned
+    artifact (``"smollm2"``, ``"minilm"``), an existing folder or ``.gguf`` file, or a hub name already in
+    the local Hugging Face cache (the project runs offline, so a hub name that is not cached cannot load)."""
+    if not isinstance(name, str) or not name:
+        raise ParameterError(f"a model must be a non-empty name or path, got {name!r}")
+    if name in artifacts.ARTIFACTS or Path(name).expanduser().exists():
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(name, "config.json"), str):
+        return
+    raise ParameterError(
+        f"model {name!r} is not a pinned model (smollm2, minilm), an existing folder or .gguf file, or a hub "
+        f"name in the local cache ({constants.HF_HUB_CACHE}); download it once where the hub is reachable "
+        f"(huggingface-cli download {name}) or pass a folder"
+    )
 
 
 def smollm2_gguf() -> Path:

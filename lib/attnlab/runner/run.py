@@ -42,6 +42,21 @@ def default_scale() -> str:
     return "gpu" if torch.cuda.is_available() else "cpu"
 
 
+def choose_scale(flag: str | None, overrides: dict[str, object], store: bool) -> str:
+    """The scale of a run: ``--scale``, or ``-p scale=``, which must agree when both are given (a value given
+    twice that disagrees is an error, never silently overwritten), else the machine's default."""
+    if store:
+        return "smoke"
+    if "scale" in overrides:
+        given = overrides["scale"]
+        if given not in SCALES:
+            raise ParameterError(f"-p scale={given!r}: choose one of {list(SCALES)}")
+        if flag is not None and flag != given:
+            raise ParameterError(f"the scale is given twice, differently: --scale {flag}, -p scale={given}")
+        return str(given)
+    return flag or default_scale()
+
+
 def resolve_parameters(name: str, overrides: dict[str, object]) -> dict[str, object]:
     """The notebook's declared parameters with ``overrides`` applied, validated by its paper module."""
     import papermill
@@ -109,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     names = [n for n in args.notebooks.replace(",", " ").split() if n] or list(PAPERS)
-    scale = "smoke" if args.store else (args.scale or default_scale())
     try:
         overrides = dict(parse_assignment(p) for p in args.param)
+        scale = choose_scale(args.scale, overrides, args.store)
         if args.store and (overrides or args.scale not in (None, "smoke")):
             raise ParameterError("--store runs the notebooks with their stored (smoke) parameters only")
         if args.nproc is not None and args.nproc < 1:

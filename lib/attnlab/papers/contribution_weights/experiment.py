@@ -25,7 +25,7 @@ import torch
 from attnlab.data.corpora import load_corpus
 from attnlab.data.tasks import answer_text, load_task
 from attnlab.errors import ParameterError
-from attnlab.hf import TextModel, capture, load_text_model, value_scale
+from attnlab.hf import TextModel, capture, check_model_name, load_text_model, value_scale
 from attnlab.metrics import contribution_weights
 from attnlab.papers.contribution_weights import claims as paper_claims
 from attnlab.papers.contribution_weights.faithfulness import (
@@ -92,6 +92,11 @@ class ContributionExperiment(PaperExperiment):
 
     def _key(self, **extra) -> dict:
         return {"model": self.model, "dtype": self.preset.dtype, "device": self.torch_device.type} | extra
+
+    def check_data(self) -> None:
+        """The analysed model can load here (a pinned model, a folder or a cached hub name): checked before
+        any compute, so a bad ``model`` parameter fails at once and names itself."""
+        check_model_name(self.model)
 
     def describe(self) -> str:
         p = self.preset

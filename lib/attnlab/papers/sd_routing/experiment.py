@@ -94,8 +94,13 @@ class SDExperiment(PaperExperiment):
         return RunSpec(model, replace(s.train, seed=seed, lr_scale=lr_scale), self.preset.corpus)
 
     def check_data(self) -> None:
-        """The corpus exists, with no more token ids than the models' vocabulary."""
+        """The corpus exists, with no more token ids than the models' vocabulary, and every pretrained model
+        can load here (a pinned model, a folder or a cached hub name)."""
+        from attnlab.hf import check_model_name  # transformers: imported only where models are loaded
+
         check_corpus(self.preset.corpus, min(self.preset.sizes[n].model.vocab_size for n in self.sizes))
+        for name in self.models:
+            check_model_name(name)
 
     def _train(self, spec: RunSpec, label: str) -> TrainResult | None:
         """The cached run, or None when it diverged (reported by ``diverged``)."""
