@@ -17,6 +17,7 @@ import ast
 import importlib
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,8 @@ from attnlab.papers import PAPERS
 from attnlab.runner.claims import gather_report
 from attnlab.runner.params import SCALES, parse_assignment
 from attnlab.training.launch import NPROC_ENV
+
+FIGURES_ENV = "ATTNLAB_FIGURES"  # where attnlab.paths puts figures; the runner points it at a staging folder
 
 
 def notebooks_dir() -> Path:
@@ -91,6 +94,43 @@ def execute(source: Path, target: Path, parameters: dict[str, object], log_outpu
     os.replace(partial, target)
 
 
+def run_staged(source: Path, target: Path, parameters: dict[str, object], log_output: bool) -> None:
+    """:func:`execute`, with the notebook's figures and claims written to a staging folder that replaces
+    ``figures/<scale>/<paper>/`` only when the notebook succeeds. A failed or interrupted run leaves the
+    previous complete outputs in place (and its notebook as ``<name>.failed.ipynb``); a success removes a
+    stale failed notebook of the same name."""
+    final_root = paths.figures_dir()
+    staging = final_root / f".staging-{target.stem}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    before = os.environ.get(FIGURES_ENV)
+    os.environ[FIGURES_ENV] = str(staging)  # the kernel inherits it: attnlab.paths.figures_dir() reads it
+    try:
+        execute(source, target, parameters, log_output)
+        publish(staging, final_root)
+    finally:
+        if before is None:
+            os.environ.pop(FIGURES_ENV, None)
+        else:
+            os.environ[FIGURES_ENV] = before
+        shutil.rmtree(staging, ignore_errors=True)
+    target.with_suffix(".failed.ipynb").unlink(missing_ok=True)
+
+
+def publish(staging: Path, final_root: Path) -> None:
+    """Move every ``<scale>/<paper>/`` folder of ``staging`` into ``final_root``, each replacing the old one
+    whole (renamed aside, the new one renamed in, the old one deleted): no folder ever mixes two runs."""
+    for folder in sorted(staging.glob("*/*")):
+        if not folder.is_dir():
+            continue
+        final = final_root / folder.relative_to(staging)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        old = final.with_name(f".old-{final.name}-{os.getpid()}")
+        if final.exists():
+            os.replace(final, old)
+        os.replace(folder, final)
+        shutil.rmtree(old, ignore_errors=True)
+
+
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -147,13 +187,13 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         if args.store:
             target = paths.build_dir() / "notebooks" / "store" / f"{name}.ipynb"
-            execute(source, target, {}, log_output=not args.quiet)
+            run_staged(source, target, {}, log_output=not args.quiet)
             strip_noise(target)
             os.replace(target, source)
             target = source
         else:
             target = paths.build_dir() / "notebooks" / scale / f"{name}.ipynb"
-            execute(source, target, params, log_output=not args.quiet)
+            run_staged(source, target, params, log_output=not args.quiet)
         walls[name] = time.perf_counter() - start
         print(f"[{i}/{len(plan)}] {name} done in {walls[name] / 60:.1f} min -> {target}", flush=True)
 
