@@ -55,8 +55,8 @@ format: $(STAMP) ## apply ruff fixes and formatting
 	$(VENV)/bin/ruff check --fix lib tests notebooks
 	$(VENV)/bin/ruff format lib tests notebooks
 
-store-notebooks: $(STAMP) ## re-execute the notebooks at smoke scale and store their outputs (for nbval)
-	$(PY) -m attnlab.runner.run --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+store-notebooks: $(STAMP) ## re-execute the notebooks at smoke scale on two threads and store their outputs (nbval checks them on one)
+	OMP_NUM_THREADS=2 $(PY) -m attnlab.runner.run --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
 
 clean: ## remove build outputs and the results cache (keeps .venv and downloaded data)
 	rm -rf build figures/smoke
