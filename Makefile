@@ -9,12 +9,13 @@ SCALE ?=
 NOTEBOOKS ?=
 NPROC ?=
 GPU_CHECK_FLAGS ?=
+BENCH_FLAGS ?=
 comma := ,
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 
-.PHONY: help env reproduce plan gpu-check test test-fast lint format store-notebooks clean
+.PHONY: help env reproduce plan bench gpu-check test test-fast lint format store-notebooks clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -36,6 +37,9 @@ reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS, NPROC) into build/, 
 
 plan: $(STAMP) ## before a long run: every model a scale trains, its FLOPs and hours (SCALE, default gpu)
 	$(PY) -m attnlab.runner.plan --scale $(or $(SCALE),gpu) $(if $(NOTEBOOKS),--notebooks $(subst $(comma), ,$(NOTEBOOKS)))
+
+bench: $(STAMP) ## where the time goes: trainer vs bare loop, attention kinds, contribution weights, circuits, ODE solvers
+	$(PY) -m attnlab.tools.bench $(BENCH_FLAGS)
 
 gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's gpu-scale training
 	$(PY) -m attnlab.tools.gpu_check $(GPU_CHECK_FLAGS)

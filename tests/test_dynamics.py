@@ -15,6 +15,7 @@ from attnlab.papers.qk_speed.dynamics import (
     linear_fit,
     rk4_step,
     simulate,
+    simulate_adaptive,
 )
 
 
@@ -153,3 +154,34 @@ def test_linear_fit():
     assert (slope, intercept, r2) == pytest.approx((2.0, 1.0, 1.0))
     _, _, r2 = linear_fit(np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 0.0]))
     assert r2 == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("r", [0.01, 1.0, 100.0])
+def test_the_adaptive_solve_agrees_with_the_fixed_step_one(r):
+    """The figure's path (adaptive, stopping exactly at the threshold) against the authors' RK4 (step 10,
+    stopping at the end of the step that crosses it): the same end state to the accuracy of that step."""
+    fixed = simulate(r, record_every=1000)
+    adaptive = simulate_adaptive(r)
+    assert adaptive.reached and fixed.reached
+    assert adaptive.loss == pytest.approx(1e-4, rel=1e-6)  # ends on the threshold, not past it
+    for name in ("mu_ov", "mu_qk", "alpha"):
+        assert getattr(adaptive, name) == pytest.approx(getattr(fixed, name), rel=1e-5), name
+    assert adaptive.tau == pytest.approx(fixed.tau, abs=10.0)  # within one fixed step
+    assert adaptive.steps < 500  # the point of it: tens of steps, not a million
+
+
+def test_the_adaptive_trajectory_conserves_the_first_integral_and_feeds_the_fits():
+    sim = simulate_adaptive(3.0, loss_stop=1e-2)
+    np.testing.assert_allclose(first_integral(sim), 5.0, rtol=1e-7)
+    traj = sim.trajectory
+    assert traj.tau[0] == 0.0 and sim.tau == traj.tau[-1] and np.all(np.diff(traj.tau) > 0)
+    assert np.all(np.diff(traj.mu_qk) > 0) and math.isnan(sim.dtau)
+    fits = fit_growth_laws(sim).set_index("law")
+    assert fits.loc["mu_OV ~ log t", "r2"] > 0.5
+
+
+def test_the_adaptive_solve_reports_a_run_that_does_not_reach_the_threshold():
+    sim = simulate_adaptive(1.0, max_tau=1e3)
+    assert not sim.reached and sim.loss > 1e-4 and sim.tau == pytest.approx(1e3)
+    with pytest.raises(ValueError):
+        simulate_adaptive(0.0)

@@ -12,10 +12,7 @@ recomputes nothing and does not even load the model."""
 from __future__ import annotations
 
 import functools
-import json
 import math
-import subprocess
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +51,7 @@ from attnlab.papers.experiment import PaperExperiment
 from attnlab.runner.claims import Claim
 from attnlab.runner.params import check_device, check_scale, check_subset
 from attnlab.runner.plan import PlannedRun
+from attnlab.tools.benchmark import contribution_cost
 from attnlab.training.cache import RunSpec, cached_result
 from attnlab.training.launch import launch
 
@@ -330,7 +328,7 @@ class ContributionExperiment(PaperExperiment):
                     if impl == "naive" and terms_gb > p.bench_naive_max_gb:
                         rows.append({"impl": impl, "T": T, "seconds": math.nan, "peak_gb": math.nan})
                     else:
-                        rows.append(_measure_cost(impl, H, T, D, p.bench_repeats, self.torch_device))
+                        rows.append(contribution_cost(impl, H, T, D, p.bench_repeats, self.torch_device))
                     rows[-1]["terms_gb"] = terms_gb
             return pd.DataFrame(rows).to_dict("list")
 
@@ -375,54 +373,6 @@ def _model_shape(name: str) -> tuple[int, int]:
 
     cfg = AutoConfig.from_pretrained(name)
     return cfg.num_attention_heads, cfg.hidden_size
-
-
-_COST_SCRIPT = """
-import json, sys, time, torch
-from attnlab.metrics import contribution_weights
-impl, H, T, D, repeats, device = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6]
-torch.manual_seed(0)
-scores = torch.randn(1, H, T, T, device=device).masked_fill(~torch.ones(T, T, dtype=torch.bool,
-    device=device).tril(), float("-inf"))
-pattern, values = scores.softmax(-1), torch.randn(1, H, T, D, device=device)
-del scores
-
-def naive(pattern, values):
-    terms = pattern[..., None] * values[:, :, None]  # (B, H, T, T, D): every weighted term a_ij v_j
-    o = terms.sum(3)  # (B, H, T, D)
-    return (terms * o[:, :, :, None]).sum(-1) / (o * o).sum(-1)[..., None]
-
-fn = contribution_weights if impl == "contribution_weights" else naive
-def hwm():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM"))
-sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-if device == "cpu":
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset the peak resident set size (VmHWM) to the current one
-    before = hwm()
-else:
-    before = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-fn(pattern, values); sync()
-times = []
-for _ in range(repeats):
-    t = time.perf_counter(); fn(pattern, values); sync(); times.append(time.perf_counter() - t)
-peak = hwm() if device == "cpu" else torch.cuda.max_memory_allocated()
-print(json.dumps({"seconds": sorted(times)[len(times) // 2], "peak_gb": (peak - before) / 1e9}))
-"""
-
-
-def _measure_cost(impl: str, H: int, T: int, D: int, repeats: int, device: torch.device) -> dict:
-    """One (impl, T) measurement in a fresh process, so that its peak memory is its own: median seconds of
-    ``repeats`` calls after a warm-up, and the peak memory above the inputs (CPU: peak resident set size,
-    reset after the inputs are made, Linux only; CUDA: peak allocated)."""
-    dev = "cpu" if device.type == "cpu" else str(device)
-    args = [impl, H, T, D, repeats, dev]
-    out = subprocess.run(
-        [sys.executable, "-c", _COST_SCRIPT, *map(str, args)], capture_output=True, text=True, check=True
-    )
-    return {"impl": impl, "T": T, **json.loads(out.stdout.strip().splitlines()[-1])}
 
 
 def configure(

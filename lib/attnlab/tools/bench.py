@@ -1,0 +1,112 @@
+"""``make bench``: where the time goes, side by side in one run (numbers depend on the machine; not tests).
+
+1. the trainer against a bare PyTorch loop (``trainer_bench.overhead``);
+2. each attention kind's training-step time relative to SA, same model and batch;
+3. contribution weights against the naive (B, H, T, T, D) tensor of weighted terms (``contribution_cost``);
+4. QK-speed's circuits trained batched against one by one (``papers.qk_speed.batched.benchmark``);
+5. the reduced dynamics of QK-speed Fig. 4: the authors' fixed-step RK4 against the adaptive solve.
+
+    python -m attnlab.tools.bench [--device cpu] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import replace
+
+import torch
+
+from attnlab.attention import ATTENTION_KINDS
+from attnlab.tools.benchmark import contribution_cost
+from attnlab.tools.trainer_bench import CFG, MODEL, overhead, trainer_step_times
+from attnlab.training.trainer import resolve_device
+
+
+def kind_step_times(device: torch.device, steps: int) -> dict[str, float]:
+    """Median training-step seconds of ``trainer_bench.MODEL`` with every layer of each attention kind."""
+    out = {}
+    for kind in ATTENTION_KINDS:
+        times = trainer_step_times(replace(MODEL, attn=kind), CFG, steps, device)
+        out[kind] = statistics.median(times[len(times) // 5 :])
+    return out
+
+
+def contribution_vs_naive(device: torch.device, lengths: tuple[int, ...]) -> list[dict]:
+    """Contribution weights and the naive tensor at SmolLM2-135M's shape (9 heads, width 576), batch 1."""
+    return [
+        contribution_cost(impl, 9, T, 576, 3, device)
+        for T in lengths
+        for impl in ("contribution_weights", "naive")
+    ]
+
+
+def ode_solvers() -> dict[str, float]:
+    """Seconds for all five ratios of Fig. 4 by each solver, and the largest relative difference of their
+    end states (mu_OV, mu_QK, alpha)."""
+    from attnlab.papers.qk_speed.dynamics import simulate, simulate_adaptive
+
+    rs = (0.01, 0.1, 1.0, 10.0, 100.0)
+    simulate_adaptive(1.0)  # import SciPy outside the timing
+    t0 = time.perf_counter()
+    adaptive = [simulate_adaptive(r) for r in rs]
+    t1 = time.perf_counter()
+    fixed = [simulate(r, record_every=1000) for r in rs]
+    t2 = time.perf_counter()
+    diff = max(
+        abs(getattr(a, k) - getattr(f, k)) / abs(getattr(f, k))
+        for a, f in zip(adaptive, fixed, strict=True)
+        for k in ("mu_ov", "mu_qk", "alpha")
+    )
+    return {"rk4_s": t2 - t1, "adaptive_s": t1 - t0, "max_rel_diff": diff}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnlab.tools.bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--quick", action="store_true", help="fewer steps and shorter sequences")
+    args = parser.parse_args(argv)
+    device = resolve_device(args.device)
+    steps = 10 if args.quick else 30
+    print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
+
+    o = overhead(steps, 1 if args.quick else 3, device)
+    print(
+        f"\n1. trainer {o['trainer_ms']:.1f} ms/step vs bare loop {o['bare_ms']:.1f} ms "
+        f"({MODEL.n_layer}L-{MODEL.d_model}d, {CFG.batch_size} x {CFG.seq_len} tokens): overhead "
+        f"{o['overhead']:+.1%}",
+        flush=True,
+    )
+
+    kinds = kind_step_times(device, steps)
+    print("\n2. training step by attention kind (every layer of that kind):")
+    for kind, seconds in kinds.items():
+        print(f"   {kind:<7} {1e3 * seconds:7.1f} ms   {seconds / kinds['sa']:.2f} x SA", flush=True)
+
+    print("\n3. contribution weights vs the naive terms tensor (9 heads, width 576, batch 1):")
+    for row in contribution_vs_naive(device, (128, 256) if args.quick else (128, 256, 512)):
+        ms, gb = 1e3 * row["seconds"], row["peak_gb"]
+        print(f"   T {row['T']:>4} {row['impl']:<21} {ms:8.1f} ms  peak {gb:.3f} GB")
+
+    print("\n4. QK-speed circuits, batched vs one by one:", flush=True)
+    try:
+        from attnlab.papers.qk_speed.batched import benchmark
+    except ImportError:
+        print("   (no batched trainer in this version)")
+    else:
+        for key, value in benchmark(quick=args.quick).items():
+            print(f"   {key:<28} {value:.4g}" if isinstance(value, float) else f"   {key:<28} {value}")
+
+    ode = ode_solvers()
+    print(
+        f"\n5. Fig. 4 reduced dynamics, five ratios: RK4 (step 10) {ode['rk4_s']:.2f} s, adaptive "
+        f"{1e3 * ode['adaptive_s']:.0f} ms ({ode['rk4_s'] / ode['adaptive_s']:.0f}x); end states agree to "
+        f"{ode['max_rel_diff']:.1e} (relative)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
