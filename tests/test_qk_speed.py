@@ -350,25 +350,6 @@ def test_plots_have_labelled_axes():
     matplotlib.pyplot.close("all")
 
 
-def test_parallel_prefetch_stores_what_a_serial_run_computes(build):
-    from dataclasses import replace
-
-    base = qk_speed.configure(scale="smoke", seeds=[1234])
-    tiny = replace(base.preset.circuits, batches_per_epoch=2, max_epochs=1, eval_size=16, ratios=(1.0, 3.0))
-    preset = replace(base.preset, circuits=tiny, parallel=True, ratio_seeds=1)
-    parallel = replace(base, preset=preset, workers=2, cached={"loaded": 0, "computed": 0})
-    first = parallel.ratio_sweep()
-    assert parallel.cached == {"loaded": 0, "computed": 2}  # both trained by the workers this run
-    serial_build = build / "serial"
-    serial_build.mkdir()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ATTNLAB_BUILD", str(serial_build))
-        serial = replace(parallel, workers=1, cached={"loaded": 0, "computed": 0})
-        second = serial.ratio_sweep()
-        assert serial.cached == {"loaded": 0, "computed": 2}
-    pd.testing.assert_frame_equal(first, second)
-
-
 def test_results_computed_by_worker_processes_are_not_reported_as_loaded(build):
     def experiment():
         exp = qk_speed.configure(scale="smoke", device="cpu", workers=2)

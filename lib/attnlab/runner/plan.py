@@ -138,7 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mfu", type=float, default=0.3, help="sustained fraction of the peak (0-1]")
     parser.add_argument("--gpus", type=int, default=1, help="devices training together")
     parser.add_argument("--runs", action="store_true", help="also list every run")
-    parser.add_argument("--circuit-ms", type=float, default=CIRCUIT_MS, help="ms per circuit step, one core")
+    parser.add_argument(
+        "--circuit-ms",
+        type=float,
+        default=CIRCUIT_MS,
+        help="ms per circuit step, one core, one by one (batched training costs about a ninth)",
+    )
     parser.add_argument("--workers", type=int, default=16, help="CPU cores for QK-speed's circuit runs")
     args = parser.parse_args(argv)
     if not 0 < args.mfu <= 1 or min(args.tflops, args.circuit_ms) <= 0 or min(args.gpus, args.workers) < 1:

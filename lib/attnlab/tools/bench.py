@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("   (no batched trainer in this version)")
     else:
-        for key, value in benchmark(quick=args.quick).items():
+        for key, value in benchmark(scale="smoke" if args.quick else "cpu").items():
             print(f"   {key:<28} {value:.4g}" if isinstance(value, float) else f"   {key:<28} {value}")
 
     ode = ode_solvers()

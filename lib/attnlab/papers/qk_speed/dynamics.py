@@ -345,10 +345,11 @@ def fit_growth_laws(
 ) -> pd.DataFrame:
     """Fit the growth laws over the late phase of a simulation.
 
-    The late phase is the last ``late`` fraction of the run in log(time) (``time``: ``"t"``, the original
-    time the theory speaks of, or ``"tau"``), or, with ``loss_below``, the part where the loss is <= it. The
-    trajectory is resampled at ``points`` times evenly spaced in log t (RK4 steps, evenly spaced in t, would
-    give the last decade almost all the weight).
+    The late phase is the last ``late`` fraction of log(time) between time 1 and the end of the run
+    (``time``: ``"t"``, the original time the theory speaks of, or ``"tau"``), so it does not depend on how
+    the trajectory was sampled (solver, step, thinning); or, with ``loss_below``, the part where the loss is
+    <= it. The trajectory is resampled at ``points`` times evenly spaced in log t (steps evenly spaced in t
+    would give the last decade almost all the weight).
 
     One row per law (mu_OV ~ log t, mu_QK ~ log^2 t, exp(mu_QK) ~ log^2 t, and mu_QK, exp(mu_QK) ~ mu_OV^2)
     with ``slope``, ``intercept`` and ``r2`` of the linear fit y = slope x + intercept. The mu_OV^2 rows also
@@ -365,9 +366,8 @@ def fit_growth_laws(
     log_t = np.log(clock[keep])
     if len(log_t) < 3:
         raise ValueError("the late phase needs >= 3 recorded points at times > 1")
-    if loss_below is None:
-        first = np.log(clock[clock > 0][0])
-        start = max(log_t[-1] - late * (log_t[-1] - first), log_t[0])
+    if loss_below is None:  # measured from t = 1 (log t = 0), not from the first recorded point
+        start = max((1 - late) * log_t[-1], log_t[0])
     else:
         start = log_t[0]
     grid = np.linspace(start, log_t[-1], points)

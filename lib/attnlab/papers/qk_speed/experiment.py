@@ -27,13 +27,21 @@ from attnlab.metrics import attention_confidence, attention_mass, dtap_histogram
 from attnlab.model import GPT
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.papers.qk_speed import claims as paper_claims
+from attnlab.papers.qk_speed.batched import CircuitSpec, train_circuits
 from attnlab.papers.qk_speed.circuits import (
+    CircuitTrainResult,
     evaluate_circuit,
     make_circuit,
-    train_circuit,
     train_fixed_attention,
 )
-from attnlab.papers.qk_speed.dynamics import ReducedModel, Simulation, Trajectory, fit_growth_laws, simulate
+from attnlab.papers.qk_speed.dynamics import (
+    ReducedModel,
+    Simulation,
+    Trajectory,
+    fit_growth_laws,
+    simulate,
+    simulate_adaptive,
+)
 from attnlab.papers.qk_speed.presets import PRESETS, SVA_ITEMS, CircuitRun, Preset, fig2_runs
 from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
 from attnlab.papers.qk_speed.text_tasks import (
@@ -57,6 +65,7 @@ PAPER = "qk_speed"
 VARIANTS = ("baseline", "fast QK")  # real-data runs
 
 _CIRCUIT_CODE = ("papers/qk_speed/circuits.py", "papers/qk_speed/synthetic.py")
+_BATCHED_CODE = (*_CIRCUIT_CODE, "papers/qk_speed/batched.py")
 _GPT_CODE = ("attention.py", "model.py", "training/trainer.py", "papers/qk_speed/text_tasks.py")
 
 
@@ -65,20 +74,23 @@ def _tensors(d: dict) -> dict:
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in d.items()}
 
 
-def _train_circuit(config: dict) -> dict:
-    """Train one circuit run from its cache config (``QKSpeedExperiment._circuit_config``)."""
-    r = train_circuit(
+def circuit_spec(config: dict) -> tuple[CircuitSpec, dict]:
+    """A circuit run's cache config (``QKSpeedExperiment._circuit_config``) as ``train_circuits``' spec and
+    its shared training settings."""
+    spec = CircuitSpec(
         config["kind"],
-        lr_qk=config["lr_qk"],
-        lr_ov=config["lr_ov"],
+        config["lr_qk"],
+        config["lr_ov"],
         qk_ramp=tuple(config["qk_ramp"]),
         seq_len=config["seq_len"],
-        batch_size=config["batch_size"],
-        batches_per_epoch=config["batches_per_epoch"],
-        max_epochs=config["max_epochs"],
-        loss_stop=config["loss_stop"],
         seed=config["seed"],
     )
+    settings = {k: config[k] for k in ("batch_size", "batches_per_epoch", "max_epochs", "loss_stop")}
+    return spec, settings
+
+
+def _circuit_result(r: CircuitTrainResult) -> dict:
+    """A trained circuit as its cache entry."""
     return {
         "model": r.model.state_dict(),
         "history": _tensors(r.history),
@@ -108,11 +120,11 @@ class QKSpeedExperiment(PaperExperiment):
     preset: Preset
     seeds: tuple[int, ...]
     device: str
-    workers: int = 1  # processes that train the circuit runs in parallel
+    workers: int = 1  # processes that train the fixed-attention runs (Fig. 3) in parallel
     cached: dict = field(default_factory=lambda: {"loaded": 0, "computed": 0}, compare=False)
     prefetched: set = field(
         default_factory=set, compare=False
-    )  # result paths computed by _prefetch's workers
+    )  # result paths computed by _prefetch's workers or _train_circuits
 
     def _cached(self, kind: str, config: dict, compute, *, data: str = "", code=()) -> dict:
         """The result, counted as computed when this run computed it (here, or in ``_prefetch``'s workers)."""
@@ -144,6 +156,7 @@ class QKSpeedExperiment(PaperExperiment):
             max_epochs=c.max_epochs,
             loss_stop=c.loss_stop,
             seed=seed,
+            device=self.torch_device.type,  # trained there (train_circuits): float rounding differs by device
         )
 
     def _prefetch(self, kind: str, train, configs: list[dict]) -> None:
@@ -193,17 +206,41 @@ class QKSpeedExperiment(PaperExperiment):
 
     def circuit_steps(self) -> int:
         """SGD steps of the circuit and fixed-attention runs (Figs. 2-3, the ratio sweep), distinct runs once,
-        every circuit run counted to ``max_epochs`` (an upper bound: they stop at ``loss_stop``). These train
-        on the CPU, one core per run, ``workers`` at a time; for :mod:`attnlab.runner.plan`."""
-        circuits = {
-            json.dumps(cfg, sort_keys=True): cfg for *_, cfg in self._fig2_jobs() + self._ratio_jobs()
-        }
-        steps = sum(cfg["max_epochs"] * cfg["batches_per_epoch"] for cfg in circuits.values())
+        every circuit run counted to ``max_epochs`` (an upper bound: they stop at ``loss_stop``), for
+        :mod:`attnlab.runner.plan`. The fixed-attention runs train on the CPU, one core per run, ``workers``
+        at a time; the circuit runs all at once (``train_circuits``), a circuit's step costing far less."""
+        circuits = self.circuit_configs()
+        steps = sum(cfg["max_epochs"] * cfg["batches_per_epoch"] for cfg in circuits)
         return steps + sum(cfg["epochs"] * cfg["batches_per_epoch"] for cfg in self._fig3_jobs())
 
+    def circuit_configs(self) -> list[dict]:
+        """The distinct circuit runs of Fig. 2 and the ratio sweep (their cache configs), in job order."""
+        configs = {json.dumps(cfg, sort_keys=True): cfg for *_, cfg in self._fig2_jobs() + self._ratio_jobs()}
+        return list(configs.values())
+
+    def _train_circuits(self) -> None:
+        """Train the circuit runs of Fig. 2 and the ratio sweep that are not cached yet, all at once on the
+        experiment's device (``train_circuits``, one batch per set of shared training settings), and cache
+        each result, so that the calls that follow load them."""
+        missing: dict[str, list[tuple[dict, CircuitSpec]]] = {}
+        for cfg in self.circuit_configs():
+            if not result_path("circuit", cfg, code=_BATCHED_CODE).exists():
+                spec, settings = circuit_spec(cfg)
+                missing.setdefault(json.dumps(settings, sort_keys=True), []).append((cfg, spec))
+        for key, runs in missing.items():
+            results = train_circuits([spec for _, spec in runs], device=self.torch_device, **json.loads(key))
+            for (cfg, _), r in zip(runs, results, strict=True):
+                cached_result("circuit", cfg, partial(_circuit_result, r), code=_BATCHED_CODE)
+                self.prefetched.add(result_path("circuit", cfg, code=_BATCHED_CODE))
+
+    def _train_one(self, config: dict) -> dict:
+        """Train one circuit run (``train_circuits`` of one spec) into its cache entry."""
+        spec, settings = circuit_spec(config)
+        return _circuit_result(train_circuits([spec], device=self.torch_device, **settings)[0])
+
     def _circuit(self, config: dict) -> dict:
-        """Train (or load) one circuit run and evaluate it on held-out sequences (stream 2 of its seed)."""
-        result = self._cached("circuit", config, partial(_train_circuit, config), code=_CIRCUIT_CODE)
+        """Load (or train) one circuit run and evaluate it on held-out sequences (stream 2 of its seed)."""
+        result = self._cached("circuit", config, partial(self._train_one, config), code=_BATCHED_CODE)
         model = make_circuit(config["kind"], seed=config["seed"])
         model.load_state_dict(result["model"])
         held_out = sample_batch(
@@ -221,7 +258,7 @@ class QKSpeedExperiment(PaperExperiment):
         """Train (or load) every Fig. 2 configuration for every seed; one row per (run, seed, test example):
         distinct-token attention mass, true-label probability, correct."""
         jobs = self._fig2_jobs()
-        self._prefetch("circuit", _train_circuit, [cfg for _, _, cfg in jobs])
+        self._train_circuits()
         frames = []
         for run, seed, cfg in jobs:
             out = self._circuit(cfg)
@@ -265,7 +302,7 @@ class QKSpeedExperiment(PaperExperiment):
         """FAFO at eta_QK / eta_OV = each ratio (eta_OV the shared LR): per (ratio, seed) the mean
         distinct-token attention mass and the accuracy on held-out sequences."""
         jobs = self._ratio_jobs()
-        self._prefetch("circuit", _train_circuit, [cfg for _, _, cfg in jobs])
+        self._train_circuits()
         rows = []
         for ratio, seed, cfg in jobs:
             out = self._circuit(cfg)
@@ -316,10 +353,15 @@ class QKSpeedExperiment(PaperExperiment):
         d = self.preset.dynamics
         sims = {}
         for r in d.rs:
-            config = dict(r=r, loss_stop=d.loss_stop, dtau=d.dtau, record_every=d.record_every)
+            config = dict(r=r, loss_stop=d.loss_stop, solver=d.solver)
+            if d.solver == "rk4":
+                config |= dict(dtau=d.dtau, record_every=d.record_every)
 
             def compute(r=r) -> dict:
-                s = simulate(r, loss_stop=d.loss_stop, dtau=d.dtau, record_every=d.record_every)
+                if d.solver == "rk4":  # the authors' fixed-step solve, for the exact comparison
+                    s = simulate(r, loss_stop=d.loss_stop, dtau=d.dtau, record_every=d.record_every)
+                else:
+                    s = simulate_adaptive(r, loss_stop=d.loss_stop)
                 traj = {k: torch.tensor(getattr(s.trajectory, k)) for k in Trajectory.__dataclass_fields__}
                 final = {k: getattr(s, k) for k in ("mu_ov", "mu_qk", "alpha", "loss", "tau", "t")}
                 return {"trajectory": traj, "final": final, "steps": s.steps, "reached": s.reached}
@@ -333,7 +375,7 @@ class QKSpeedExperiment(PaperExperiment):
                 steps=res["steps"],
                 reached=res["reached"],
                 loss_stop=d.loss_stop,
-                dtau=d.dtau,
+                dtau=d.dtau if d.solver == "rk4" else float("nan"),
                 trajectory=traj,
             )
         return sims
@@ -548,7 +590,8 @@ def configure(
 ) -> QKSpeedExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``seeds`` are the
     synthetic-task seeds (Figs. 2-3 and the ratio sweep; empty: the preset's); ``workers`` the processes that
-    train the (single-threaded) circuit runs in parallel, 0 = one per available CPU core."""
+    train the (single-threaded) fixed-attention runs of Fig. 3 in parallel, 0 = one per available CPU core
+    (the circuit runs of Fig. 2 and the ratio sweep train all at once on ``device``)."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
         raise ParameterError(f"workers must be a non-negative integer; got {workers!r}")
     workers = workers or len(os.sched_getaffinity(0))

@@ -111,7 +111,7 @@ class Preset:
     sva_seeds: tuple[int, ...]
     squad: SquadSetup
     squad_seeds: tuple[int, ...]
-    parallel: bool = True  # train the circuit runs in worker processes (``workers``)
+    parallel: bool = True  # train the fixed-attention runs (Fig. 3) in worker processes (``workers``)
 
 
 def _sva_model(**kw) -> GPTConfig:
