@@ -3,7 +3,12 @@
 import pandas as pd
 import pytest
 
-from attnlab.runner.claims import Claim, gather_report, save_table, verdict_below_zero, write_claims
+from attnlab.runner.claims import Claim, gather_report, save_table, write_claims
+from attnlab.runner.verdicts import every_seed
+
+
+def verdict_below_zero(gaps):
+    return str(every_seed(gaps, "below"))
 
 
 def test_verdict_below_zero():
@@ -13,6 +18,14 @@ def test_verdict_below_zero():
     assert verdict_below_zero([-0.1, 0.05]).startswith("inconclusive")
     with pytest.raises(ValueError):
         verdict_below_zero([])
+
+
+def test_every_seed_judges_both_sides_and_carries_its_evidence():
+    v = every_seed([0.2, 0.3, 0.4], "above")
+    assert v.word == "holds" and v.n == 3 and v.null == 0.0
+    assert v.estimate == pytest.approx(0.3) and v.low < 0.3 < v.high
+    assert every_seed([0.2, 0.3], "above", null=0.5).word == "does not hold"
+    assert every_seed([float("nan"), -1.0], "below").word == "inconclusive"  # a diverged run is on no side
 
 
 def test_claims_need_a_plain_verdict():

@@ -79,6 +79,6 @@ def test_a_rewrite_never_leaves_the_old_record_beside_new_bytes(tmp_path, monkey
 def test_discard_removes_the_file_and_its_record(tmp_path):
     path = tmp_path / "f.bin"
     verified.write_bytes(path, b"data")
-    assert verified.is_recorded(path)
+    assert path.is_file() and verified.record_path(path).is_file()
     verified.discard(path)
     assert not path.exists() and not verified.record_path(path).exists()

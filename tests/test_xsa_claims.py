@@ -8,8 +8,16 @@ import pytest
 
 from attnlab.papers import xsa
 from attnlab.papers.xsa import claims as xc
-from attnlab.runner.claims import verdict_below_zero
 from attnlab.runner.stats import mean_interval
+
+
+def verdict_below_zero(gaps):
+    """The rule as this project first wrote it, kept here as the oracle the verdict function must match."""
+    if all(g < 0 for g in gaps):
+        return "holds" if len(gaps) > 1 else "holds: one seed only, no spread"
+    if sum(gaps) / len(gaps) >= 0:
+        return "does not hold"
+    return "inconclusive: the sign differs between seeds"
 
 
 @pytest.mark.parametrize("gaps", [[-0.1, -0.2], [-0.1], [0.1, -0.05], [-0.1, 0.05], [0.0, 0.0, 0.0]])

@@ -34,6 +34,9 @@ def build_dir() -> Path:
     return _folder("ATTNLAB_BUILD", "build")
 
 
+FIGURES_ENV = "ATTNLAB_FIGURES"
+
+
 def figures_dir() -> Path:
     """Figures and claims tables (``figures/<scale>/<paper>/``)."""
-    return _folder("ATTNLAB_FIGURES", "figures")
+    return _folder(FIGURES_ENV, "figures")

@@ -14,6 +14,7 @@ import hashlib
 import io
 import os
 import pickle
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -31,12 +32,13 @@ def record_path(path: Path) -> Path:
     return path.with_name(path.name + SUFFIX)
 
 
-def _atomic(path: Path, data: bytes) -> None:
+def _atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """``write(f)`` into a temporary sibling of ``path``, flushed to disk, then renamed over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -44,47 +46,55 @@ def _atomic(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_bytes(path: Path, data: bytes) -> str:
-    """Write ``data`` to ``path`` atomically, then its record; return the hex SHA-256."""
-    path = Path(path)
-    digest = hashlib.sha256(data).hexdigest()
-    record_path(path).unlink(missing_ok=True)  # never a new file beside an old record
-    _atomic(path, data)
-    _atomic(record_path(path), f"{digest} {len(data)}\n".encode())
-    return digest
+def _digest(path: Path) -> tuple[str, int]:
+    """Hex SHA-256 and size of a file, read in 1 MiB blocks (a large checkpoint is never held twice)."""
+    h, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+            size += len(block)
+    return h.hexdigest(), size
 
 
 def write_with(path: Path, write: Callable[[IO[bytes]], None]) -> str:
-    """``write(f)`` into memory, then :func:`write_bytes` (for ``np.save``, ``json.dump`` and the like)."""
-    buffer = io.BytesIO()
-    write(buffer)
-    return write_bytes(path, buffer.getvalue())
-
-
-def is_recorded(path: Path) -> bool:
-    """Whether ``path`` and its record both exist (it may still fail verification)."""
+    """``write(f)`` (``torch.save``, ``np.save``, ...) into ``path`` atomically, then its record; return the
+    hex SHA-256."""
     path = Path(path)
-    return path.is_file() and record_path(path).is_file()
+    record_path(path).unlink(missing_ok=True)  # never a new file beside an old record
+    _atomic(path, write)
+    digest, size = _digest(path)
+    _atomic(record_path(path), lambda f: f.write(f"{digest} {size}\n".encode()))
+    return digest
 
 
-def read_bytes(path: Path) -> bytes:
-    """The bytes of ``path`` after checking them against its record; :class:`CorruptFile` otherwise."""
+def write_bytes(path: Path, data: bytes) -> str:
+    """:func:`write_with` of ``data``."""
+    return write_with(path, lambda f: f.write(data))
+
+
+def verify(path: Path) -> None:
+    """Check ``path`` against its record without keeping its bytes; :class:`CorruptFile` when it is missing,
+    has no valid record, or its size or SHA-256 differs from what was written."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CorruptFile(path, "missing") from None
+    if not path.is_file():
+        raise CorruptFile(path, "missing")
     try:
         digest, size = record_path(path).read_text().split()
     except (FileNotFoundError, ValueError):
         raise CorruptFile(
             path, "no valid checksum record (written by an older version, or interrupted)"
         ) from None
-    if len(data) != int(size):
-        raise CorruptFile(path, f"truncated or extended: {len(data)} bytes, {size} were written")
-    if hashlib.sha256(data).hexdigest() != digest:
+    got, got_size = _digest(path)
+    if got_size != int(size):
+        raise CorruptFile(path, f"truncated or extended: {got_size} bytes, {size} were written")
+    if got != digest:
         raise CorruptFile(path, "its contents changed since it was written (SHA-256 mismatch)")
-    return data
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of ``path`` after :func:`verify`."""
+    verify(path)
+    return Path(path).read_bytes()
 
 
 def discard(path: Path) -> None:
@@ -102,12 +112,26 @@ def save(obj: Any, path: Path) -> str:
 def load(path: Path, **kwargs: Any) -> Any:
     """``torch.load`` of a file written by :func:`save`, verified first (``kwargs`` go to ``torch.load``;
     ``weights_only=True`` unless given). Unparseable content raises :class:`CorruptFile` too."""
-    data = read_bytes(path)
+    verify(path)
     kwargs.setdefault("weights_only", True)
     try:
-        return torch.load(io.BytesIO(data), **kwargs)
+        return torch.load(path, **kwargs)
     except (RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as err:
         raise CorruptFile(path, f"cannot be read by torch.load ({str(err).splitlines()[0]})") from err
+
+
+def load_or_discard(path: Path, unused: str, then: str, **kwargs: Any) -> Any | None:
+    """:func:`load` of ``path``, or None when there is none. One that fails its check is discarded with a
+    message on stderr (``"<unused>: <what is wrong>; <then>"``) and None is returned, so that the caller
+    rebuilds it: a corrupt cached result or checkpoint is never used."""
+    if not Path(path).exists():
+        return None
+    try:
+        return load(path, **kwargs)
+    except CorruptFile as err:
+        print(f"{unused}: {err}; {then}", file=sys.stderr)
+        discard(path)
+        return None
 
 
 def save_array(array: np.ndarray, path: Path) -> str:

@@ -253,7 +253,7 @@ def prepare_splits(name: str, val_fraction: float = 0.1) -> dict[str, Path]:
     if _read_meta(folder).get("fingerprint") == fp:
         try:
             for path in paths.values():
-                verified.read_bytes(path)
+                verified.verify(path)
             return paths
         except CorruptFile as err:
             print(f"corpus {name}: {err}; rebuilding its splits from the verified artifact", file=sys.stderr)

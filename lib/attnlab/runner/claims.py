@@ -4,7 +4,6 @@ result tables; and the gathered ``figures/<scale>/REPORT.md``."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -39,18 +38,6 @@ class Claim:
             object.__setattr__(self, "verdict", str(v))
         if not self.verdict.startswith(VERDICTS):
             raise ValueError(f"verdict must start with one of {VERDICTS}; got {self.verdict!r}")
-
-
-def verdict_below_zero(gaps: Sequence[float]) -> str:
-    """Verdict for "the gap is negative" from one gap per seed: ``holds`` when every seed's gap is below
-    zero, ``does not hold`` when the mean gap is not, ``inconclusive`` when seeds disagree."""
-    if not gaps:
-        raise ValueError("no gaps to judge")
-    if all(g < 0 for g in gaps):
-        return "holds" if len(gaps) > 1 else "holds: one seed only, no spread"
-    if sum(gaps) / len(gaps) >= 0:
-        return "does not hold"
-    return "inconclusive: the sign differs between seeds"
 
 
 def rounded(frame: pd.DataFrame | pd.Series, decimals: int) -> pd.DataFrame | pd.Series:

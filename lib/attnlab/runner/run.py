@@ -29,8 +29,6 @@ from attnlab.runner.claims import gather_report
 from attnlab.runner.params import SCALES, parse_assignment
 from attnlab.training.launch import NPROC_ENV
 
-FIGURES_ENV = "ATTNLAB_FIGURES"  # where attnlab.paths puts figures; the runner points it at a staging folder
-
 
 def notebooks_dir() -> Path:
     root = paths.repo_root()
@@ -102,16 +100,17 @@ def run_staged(source: Path, target: Path, parameters: dict[str, object], log_ou
     final_root = paths.figures_dir()
     staging = final_root / f".staging-{target.stem}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
-    before = os.environ.get(FIGURES_ENV)
-    os.environ[FIGURES_ENV] = str(staging)  # the kernel inherits it: attnlab.paths.figures_dir() reads it
+    before = os.environ.get(paths.FIGURES_ENV)
+    # the kernel inherits it: attnlab.paths.figures_dir() reads it
+    os.environ[paths.FIGURES_ENV] = str(staging)
     try:
         execute(source, target, parameters, log_output)
         publish(staging, final_root)
     finally:
         if before is None:
-            os.environ.pop(FIGURES_ENV, None)
+            os.environ.pop(paths.FIGURES_ENV, None)
         else:
-            os.environ[FIGURES_ENV] = before
+            os.environ[paths.FIGURES_ENV] = before
         shutil.rmtree(staging, ignore_errors=True)
     target.with_suffix(".failed.ipynb").unlink(missing_ok=True)
 
@@ -177,9 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     if args.nproc is not None:
-        os.environ[NPROC_ENV] = str(
-            args.nproc
-        )  # the notebook kernels inherit it; attnlab.training.launch reads it
+        # the notebook kernels inherit it; attnlab.training.launch reads it
+        os.environ[NPROC_ENV] = str(args.nproc)
     walls = {}
     for i, (name, params) in enumerate(plan.items(), 1):
         print(f"[{i}/{len(plan)}] {name} (scale={scale}) ...", flush=True)

@@ -42,16 +42,6 @@ class Estimate:
     n: int
     sd: float
 
-    def excludes(self, value: float) -> bool:
-        """Whether the interval lies entirely on one side of ``value`` (False when it is undefined)."""
-        return self.n > 1 and (self.low > value or self.high < value)
-
-    def text(self, digits: int = 3) -> str:
-        """``mean [low, high] (n = N)``, or ``mean (n = 1)``."""
-        if self.n < 2:
-            return f"{self.mean:.{digits}f} (n = 1)"
-        return f"{self.mean:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}] (n = {self.n})"
-
 
 def mean_interval(values: Sequence[float]) -> Estimate:
     """Mean and 95% interval of ``values`` by Student's t (the seeds are few: a normal interval would be too
@@ -69,8 +59,10 @@ def mean_interval(values: Sequence[float]) -> Estimate:
     return Estimate(mean, mean - half, mean + half, len(xs), sd)
 
 
-def paired_differences(a: Sequence[float], b: Sequence[float]) -> list[float]:
-    """``a[i] - b[i]`` for paired runs (same seed, same data): the pairing removes the seed's own effect."""
-    if len(a) != len(b):
-        raise ValueError(f"paired_differences(): {len(a)} values against {len(b)}")
-    return [float(x) - float(y) for x, y in zip(a, b, strict=True)]
+def estimate(values: Sequence[float]) -> Estimate:
+    """:func:`mean_interval` of ``values``; where one is not finite (a diverged run), their plain mean with no
+    interval or spread, so that a claim is still judged and printed."""
+    xs = [float(v) for v in values]
+    if all(math.isfinite(x) for x in xs):
+        return mean_interval(xs)
+    return Estimate(statistics.fmean(xs), math.nan, math.nan, len(xs), math.nan)

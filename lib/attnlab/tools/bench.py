@@ -20,6 +20,7 @@ from dataclasses import replace
 import torch
 
 from attnlab.attention import ATTENTION_KINDS
+from attnlab.papers.qk_speed.batched import benchmark as circuit_benchmark
 from attnlab.tools.benchmark import contribution_cost
 from attnlab.tools.trainer_bench import CFG, MODEL, overhead, trainer_step_times
 from attnlab.training.trainer import resolve_device
@@ -91,13 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"   T {row['T']:>4} {row['impl']:<21} {ms:8.1f} ms  peak {gb:.3f} GB")
 
     print("\n4. QK-speed circuits, batched vs one by one:", flush=True)
-    try:
-        from attnlab.papers.qk_speed.batched import benchmark
-    except ImportError:
-        print("   (no batched trainer in this version)")
-    else:
-        for key, value in benchmark(scale="smoke" if args.quick else "cpu").items():
-            print(f"   {key:<28} {value:.4g}" if isinstance(value, float) else f"   {key:<28} {value}")
+    for key, value in circuit_benchmark(scale="smoke" if args.quick else "cpu").items():
+        print(f"   {key:<28} {value:.4g}" if isinstance(value, float) else f"   {key:<28} {value}")
 
     ode = ode_solvers()
     print(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,8 @@ from attnlab.errors import CorruptFile, ParameterError
 from attnlab.model import GPT, GPTConfig
 from attnlab.training import distributed
 from attnlab.training.trainer import TrainConfig, TrainResult, resolve_device, train
+
+AGAIN = "computing it again"  # what happens to a stored result that fails its check
 
 # Modules whose source defines what a training run computes; editing any of them invalidates the cache.
 PACKAGE = Path(__file__).resolve().parents[1]  # lib/attnlab: digests name modules relative to it
@@ -160,7 +161,7 @@ def train_cached(
     run_dir = folder if folder is not None else run_folder(spec, dev)
     result_path = run_dir / "result.pt"
     is_main = ctx.is_main
-    state = _load_result(result_path, dev, label)
+    state = verified.load_or_discard(result_path, f"{label}: cached result not used", AGAIN, map_location=dev)
     if state is not None:
         model = GPT(spec.model).to(dev)
         model.load_state_dict(state["model"])
@@ -195,20 +196,6 @@ def train_cached(
         )
     distributed.barrier()  # every rank returns once the result is stored
     return result
-
-
-def _load_result(path: Path, device: torch.device | str, label: str) -> dict | None:
-    """A stored result, verified against its SHA-256 record; None when there is none. One that fails the
-    check (flipped bytes, truncated, no record) is discarded with a message, so it is computed again: a
-    corrupt result is never used."""
-    if not path.exists():
-        return None
-    try:
-        return verified.load(path, map_location=device)
-    except CorruptFile as err:
-        print(f"{label}: cached result not used: {err}; computing it again", file=sys.stderr)
-        verified.discard(path)
-        return None
 
 
 def spec_dict(spec: RunSpec) -> dict:
@@ -261,7 +248,7 @@ def cached_result(
     so a first run and a cached re-run see identical objects. Returns ``(result, loaded_from_cache)``.
     """
     path = result_path(kind, config, data, code)
-    stored = _load_result(path, "cpu", kind)
+    stored = verified.load_or_discard(path, f"{kind}: cached result not used", AGAIN, map_location="cpu")
     if stored is not None:
         return stored, True
     verified.save(compute(), path)

@@ -24,7 +24,7 @@ import torch
 from tqdm import tqdm
 
 from attnlab import fields, verified
-from attnlab.errors import ConfigError, CorruptFile, TrainingDiverged
+from attnlab.errors import ConfigError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.training import distributed
 from attnlab.training.optim import make_optimizer, set_lr
@@ -172,19 +172,6 @@ def _forward_backward(
     return torch.stack(losses).mean()
 
 
-def _checkpoint(path: Path, map_location: torch.device | str) -> dict | None:
-    """The checkpoint at ``path``, verified; None when there is none. A corrupt or unverifiable one is
-    discarded with a message, and the run starts from scratch: resuming from it could store a wrong result."""
-    if not path.exists():
-        return None
-    try:
-        return verified.load(path, map_location=map_location)
-    except CorruptFile as err:
-        print(f"checkpoint not used: {err}; starting this run from step 0", file=sys.stderr)
-        verified.discard(path)
-        return None
-
-
 def _progress(total: int, initial: int, desc: str, enabled: bool) -> tqdm:
     # Outside a terminal (papermill, CI logs) refresh rarely so the log stays a few readable lines.
     interactive = sys.stderr.isatty()
@@ -248,7 +235,14 @@ def train(
     timing = {"seconds": 0.0, "steps": 0, "tokens_per_step": cfg.batch_size * cfg.seq_len}
     ckpt_path = run_dir / "checkpoint.pt" if run_dir is not None else None
     start = 0
-    state = _checkpoint(ckpt_path, "cpu" if sharded else dev) if ckpt_path is not None else None
+    state = None  # a corrupt checkpoint is not resumed from: that could store a wrong result
+    if ckpt_path is not None:
+        state = verified.load_or_discard(
+            ckpt_path,
+            "checkpoint not used",
+            "starting this run from step 0",
+            map_location="cpu" if sharded else dev,
+        )
     if state is not None:
         if state.get("sharded", False) != sharded:
             mode = "with" if state.get("sharded", False) else "without"

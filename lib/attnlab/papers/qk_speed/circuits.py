@@ -91,9 +91,7 @@ class Circuit(nn.Module):
         if init == "identity":
             return nn.Parameter(self.init_scale * torch.eye(V))
         w = torch.empty(V, V)
-        nn.init.kaiming_uniform_(
-            w, a=math.sqrt(5), generator=generator
-        )  # nn.Linear's default: U(+-1/sqrt(V))
+        nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=generator)  # nn.Linear's: U(+-1/sqrt(V))
         return nn.Parameter(w)
 
     def _factorised(self, generator: torch.Generator | None) -> nn.Parameter:

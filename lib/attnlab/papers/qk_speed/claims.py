@@ -11,7 +11,6 @@ are ours: the paper gives none.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -21,8 +20,8 @@ import pandas as pd
 
 from attnlab.papers.qk_speed.presets import KINDS, PAPER_FIG3_FINAL, fig2_runs
 from attnlab.runner.claims import Claim, signed
-from attnlab.runner.stats import Estimate, mean_interval
-from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, Verdict
+from attnlab.runner.stats import estimate
+from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, Verdict, every_seed
 
 if TYPE_CHECKING:
     from attnlab.papers.qk_speed.dynamics import Simulation
@@ -45,29 +44,10 @@ HATEXPLAIN = Verdict(NOT_TESTABLE, "HateXplain is not available offline")
 # Verdicts -------------------------------------------------------------------------------------------------
 
 
-def _estimate(values: Sequence[float]) -> Estimate:
-    """:func:`~attnlab.runner.stats.mean_interval` of ``values``; where one is not finite (a diverged run),
-    their mean with no interval or spread, so that a claim is still judged and printed."""
-    xs = [float(v) for v in values]
-    if all(math.isfinite(x) for x in xs):
-        return mean_interval(xs)
-    return Estimate(statistics.fmean(xs), math.nan, math.nan, len(xs), math.nan)
-
-
 def verdict_positive(diffs: Sequence[float]) -> Verdict:
-    """ "The difference is positive", from one difference per seed: holds when every difference is > 0 (with
-    one seed: "holds: one seed only, no spread"), does not hold when their mean is <= 0, otherwise
-    inconclusive (the sign differs between seeds). Evidence: the mean difference and its 95% interval,
-    against 0; n = the seeds."""
-    if len(diffs) == 0:
-        raise ValueError("no differences to judge")
-    est = _estimate(diffs)
-    evidence = (est.mean, est.low, est.high, est.n, 0.0)
-    if all(d > 0 for d in diffs):
-        return Verdict(HOLDS, "" if len(diffs) > 1 else "one seed only, no spread", *evidence)
-    if sum(diffs) / len(diffs) <= 0:
-        return Verdict(DOES_NOT_HOLD, "", *evidence)
-    return Verdict(INCONCLUSIVE, "the sign differs between seeds", *evidence)
+    """ "The difference is positive", from one difference per seed:
+    :func:`~attnlab.runner.verdicts.every_seed` above 0."""
+    return every_seed(diffs, "above")
 
 
 def verdict_sharper(gains: Sequence[float]) -> Verdict:
@@ -100,7 +80,7 @@ def verdict_correct_with_weak_attention(accuracy: Sequence[float], mass: Sequenc
     ``WEAK_MASS``, otherwise does not hold. Evidence: the mean mass and its 95% interval, against
     ``WEAK_MASS``; n = the seeds."""
     holds = all(a >= MIN_ACCURACY for a in accuracy) and all(m < WEAK_MASS for m in mass)
-    est = _estimate(mass)
+    est = estimate(mass)
     return Verdict(HOLDS if holds else DOES_NOT_HOLD, "", est.mean, est.low, est.high, est.n, WEAK_MASS)
 
 
@@ -189,7 +169,7 @@ def verdict_similar_score(base: Sequence[float], fast: Sequence[float]) -> Verdi
     diff = float(100 * (f.mean() - b.mean()))
     spread = 100 * max(b.std() if len(b) > 1 else 0, f.std() if len(f) > 1 else 0)
     tolerance = float(max(TOLERANCE_POINTS, TOLERANCE_SPREADS * spread))
-    est = _estimate([100 * (y - x) for x, y in zip(b, f, strict=True)])
+    est = estimate([100 * (y - x) for x, y in zip(b, f, strict=True)])
     word = HOLDS if abs(diff) <= tolerance else DOES_NOT_HOLD
     return Verdict(word, "", diff, est.low, est.high, len(b), tolerance)
 
@@ -210,7 +190,7 @@ def verdict_learns_agreement(accuracy: Sequence[float]) -> Verdict:
 
 def _mean_sd(values: Sequence[float], digits: int = 3) -> str:
     """``mean ± sd`` over seeds (``mean`` alone for one seed)."""
-    est = _estimate(values)
+    est = estimate(values)
     spread = f" ± {est.sd:.{digits}f}" if est.n > 1 else ""
     return f"{est.mean:.{digits}f}{spread}"
 

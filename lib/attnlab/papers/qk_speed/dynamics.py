@@ -194,32 +194,33 @@ def simulate(
         record(step, y, loss)
 
     steps = np.array(rec["step"], dtype=np.int64)
-    tau = steps * dtau
-    mu_qk = np.array(rec["mu_qk"])
+    return _simulation(
+        r, model, steps, steps * dtau, np.array(rec["mu_ov"]), np.array(rec["mu_qk"]), np.array(rec["loss"]),
+        steps=step, reached=loss <= loss_stop, loss_stop=loss_stop, dtau=dtau,
+    )  # fmt: skip
+
+
+def _simulation(
+    r: float,
+    model: ReducedModel,
+    step: np.ndarray,
+    tau: np.ndarray,
+    mu_ov: np.ndarray,
+    mu_qk: np.ndarray,
+    loss: np.ndarray,
+    **run: float | int | bool,
+) -> Simulation:
+    """A :class:`Simulation` whose final values are the last recorded state; ``run``: steps, reached,
+    loss_stop and dtau."""
+    scale = min(model.eta_ov, model.eta_qk)
+    alpha = np.array([model.alpha(q) for q in mu_qk])
     trajectory = Trajectory(
-        step=steps,
-        tau=tau,
-        t=tau / scale,
-        mu_ov=np.array(rec["mu_ov"]),
-        mu_qk=mu_qk,
-        alpha=np.array([model.alpha(q) for q in mu_qk]),
-        loss=np.array(rec["loss"]),
+        step=step, tau=tau, t=tau / scale, mu_ov=mu_ov, mu_qk=mu_qk, alpha=alpha, loss=loss
     )
     return Simulation(
-        r=r,
-        model=model,
-        mu_ov=y[0],
-        mu_qk=y[1],
-        alpha=model.alpha(y[1]),
-        loss=loss,
-        tau=step * dtau,
-        t=step * dtau / scale,
-        steps=step,
-        reached=loss <= loss_stop,
-        loss_stop=loss_stop,
-        dtau=dtau,
-        trajectory=trajectory,
-    )
+        r=r, model=model, mu_ov=float(mu_ov[-1]), mu_qk=float(mu_qk[-1]), alpha=model.alpha(float(mu_qk[-1])),
+        loss=float(loss[-1]), tau=float(tau[-1]), t=float(tau[-1]) / scale, trajectory=trajectory, **run,
+    )  # fmt: skip
 
 
 def simulate_adaptive(
@@ -277,31 +278,11 @@ def simulate_adaptive(
     mu_ov, mu_qk = states
     tau = np.expm1(grid)
     loss = np.array([model.loss(a, q) for a, q in zip(mu_ov, mu_qk, strict=True)])
-    trajectory = Trajectory(
-        step=np.arange(points, dtype=np.int64),
-        tau=tau,
-        t=tau / scale,
-        mu_ov=mu_ov,
-        mu_qk=mu_qk,
-        alpha=np.array([model.alpha(q) for q in mu_qk]),
-        loss=loss,
-    )
-    final_loss = float(loss[-1])
-    return Simulation(
-        r=r,
-        model=model,
-        mu_ov=float(mu_ov[-1]),
-        mu_qk=float(mu_qk[-1]),
-        alpha=model.alpha(float(mu_qk[-1])),
-        loss=final_loss,
-        tau=float(tau[-1]),
-        t=float(tau[-1]) / scale,
-        steps=len(sol.t) - 1,
-        reached=final_loss <= loss_stop * (1 + 1e-9),
-        loss_stop=loss_stop,
+    return _simulation(
+        r, model, np.arange(points, dtype=np.int64), tau, mu_ov, mu_qk, loss,
+        steps=len(sol.t) - 1, reached=float(loss[-1]) <= loss_stop * (1 + 1e-9), loss_stop=loss_stop,
         dtau=math.nan,
-        trajectory=trajectory,
-    )
+    )  # fmt: skip
 
 
 def linear_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:

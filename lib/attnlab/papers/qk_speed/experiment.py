@@ -122,9 +122,8 @@ class QKSpeedExperiment(PaperExperiment):
     device: str
     workers: int = 1  # processes that train the fixed-attention runs (Fig. 3) in parallel
     cached: dict = field(default_factory=lambda: {"loaded": 0, "computed": 0}, compare=False)
-    prefetched: set = field(
-        default_factory=set, compare=False
-    )  # result paths computed by _prefetch's workers or _train_circuits
+    # result paths computed by _prefetch's workers or _train_circuits
+    prefetched: set = field(default_factory=set, compare=False)
 
     def _cached(self, kind: str, config: dict, compute, *, data: str = "", code=()) -> dict:
         """The result, counted as computed when this run computed it (here, or in ``_prefetch``'s workers)."""
@@ -457,9 +456,7 @@ class QKSpeedExperiment(PaperExperiment):
                 model.load_state_dict(res["model"])
                 out = classifier_outputs(model, test)
                 probs, attn = out["probs"], out["attn"]
-                valid = torch.arange(test.tokens.shape[1]) < (
-                    test.lengths[:, None] - 1
-                )  # never the verb itself
+                valid = torch.arange(test.tokens.shape[1]) < (test.lengths[:, None] - 1)  # never the verb
                 faith = faithfulness(
                     classifier_prob_fn(model, test.lengths), test.tokens, attn, p.topk, valid
                 )

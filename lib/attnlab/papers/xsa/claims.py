@@ -9,7 +9,6 @@ computes those numbers from the notebook's tables and writes each claims row.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -17,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from attnlab.papers.xsa.presets import PAPER_TABLE2_AVG
-from attnlab.runner.claims import Claim, signed, verdict_below_zero
-from attnlab.runner.stats import Estimate, mean_interval
-from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict
+from attnlab.runner.claims import Claim, signed
+from attnlab.runner.stats import estimate
+from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict, every_seed
 
 if TYPE_CHECKING:
     from attnlab.papers.xsa.experiment import XSAExperiment
@@ -31,36 +30,21 @@ OVERHEAD_LIMIT = 1.10  # Fig. 2: the largest median XSA/SA time or memory ratio 
 # Verdicts -------------------------------------------------------------------------------------------------
 
 
-def _estimate(values: Sequence[float]) -> Estimate:
-    """:func:`~attnlab.runner.stats.mean_interval` of ``values``; where one is not finite (a diverged run),
-    their plain mean with no interval."""
-    xs = [float(v) for v in values]
-    if all(math.isfinite(x) for x in xs):
-        return mean_interval(xs)
-    return Estimate(statistics.fmean(xs), math.nan, math.nan, len(xs), math.nan)
-
-
 def _word(holds: bool) -> str:
     return HOLDS if holds else DOES_NOT_HOLD
 
 
 def verdict_gap_below_zero(gaps: Sequence[float]) -> Verdict:
-    """Figs. 3, 4, 6: "XSA's loss is below SA's", from one XSA - SA gap per seed (or per setting and seed).
-    The rule of :func:`~attnlab.runner.claims.verdict_below_zero`: holds when every gap is below zero,
-    does not hold when their mean is not, inconclusive when they disagree. Evidence: the mean gap and its 95%
-    interval over the gaps, against 0."""
-    word, _, why = verdict_below_zero(gaps).partition(": ")
-    est = _estimate(gaps)
-    return Verdict(word, why, est.mean, est.low, est.high, est.n, 0.0)
+    """Figs. 3, 4, 6: "XSA's loss is below SA's", from one XSA - SA gap per seed (or per setting and seed):
+    :func:`~attnlab.runner.verdicts.every_seed` below 0 (holds when every gap is below zero, does not hold
+    when their mean is not, inconclusive when they disagree; evidence: the mean gap, its interval)."""
+    return every_seed(gaps, "below")
 
 
 def verdict_gain_above_zero(gains: Sequence[float]) -> Verdict:
-    """Table 2: "XSA improves zero-shot accuracy", from one XSA - SA accuracy gain per seed: the rule of
-    :func:`verdict_gap_below_zero` on the negated gains (holds when every gain is above zero). Evidence: the
-    mean gain and its 95% interval, against 0."""
-    word, _, why = verdict_below_zero([-g for g in gains]).partition(": ")
-    est = _estimate(gains)
-    return Verdict(word, why, est.mean, est.low, est.high, est.n, 0.0)
+    """Table 2: "XSA improves zero-shot accuracy", from one XSA - SA accuracy gain per seed:
+    :func:`~attnlab.runner.verdicts.every_seed` above 0."""
+    return every_seed(gains, "above")
 
 
 def verdict_similarity_bias(cos_yv: Sequence[float], cos_vv: Sequence[float]) -> Verdict:
@@ -157,7 +141,7 @@ def verdict_zero_shot_gain(
     tasks' accuracies (one per task and kind, with its item count): not testable here when every one is
     :func:`at_chance` (the models learned none of the tasks); otherwise :func:`verdict_gain_above_zero`."""
     if at_chance(accuracies, n_items):
-        est = _estimate(gains)
+        est = estimate(gains)
         why = "every task's accuracy is within two standard errors of chance"
         return Verdict(NOT_TESTABLE, why, est.mean, est.low, est.high, est.n, 0.0)
     return verdict_gain_above_zero(gains)
@@ -348,7 +332,7 @@ def _join(values: Sequence[float], digits: int = 2) -> str:
 
 def _mean_sd(values: Sequence[float], digits: int = 4) -> str:
     """``mean ± sd`` of per-seed values, with the mean's sign; the mean alone for one seed."""
-    est = _estimate(values)
+    est = estimate(values)
     spread = f" ± {est.sd:.{digits}f}" if est.n > 1 else ""
     return f"{signed(est.mean, digits)}{spread}"
 
