@@ -206,6 +206,8 @@ def _name_matched_group(name: str) -> str:
     ],
 )
 def test_every_parameter_keeps_its_learning_rate_group(kind, extra):
+    if kind == "sd-shared" and extra.get("n_kv_head"):
+        pytest.skip("sd-shared has one projection per head: no grouped key/value heads")
     cfg = GPTConfig(
         **{"n_layer": 2, "d_model": 16, "n_head": 2, "head_dim": 8, "block_size": 8, **extra},
         attn=(kind, "sa"),
@@ -214,3 +216,53 @@ def test_every_parameter_keeps_its_learning_rate_group(kind, extra):
     names = [name for name, _ in model.named_parameters()]
     assert {name: model.param_group(name) for name in names} == {n: _name_matched_group(n) for n in names}
     assert model.param_group("lm_head.weight") == "head"  # tied: named once, as wte.weight
+
+
+def test_controls_project_out_their_own_direction():
+    from attnlab.attention import PreviousValueExclusion, RandomDirectionExclusion, previous_values
+
+    torch.manual_seed(0)
+    cfg = GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=16)
+    x = torch.randn(2, 8, 32)
+    rnd, prev = RandomDirectionExclusion(cfg), PreviousValueExclusion(cfg)
+    for layer in (rnd, prev):
+        cap: dict = {}
+        layer(x, cap)
+        u = rnd.direction[None, :, None, :] if layer is rnd else previous_values(cap["v"])
+        dots = (cap["z"] * torch.nn.functional.normalize(u, dim=-1)).sum(-1)
+        assert dots.abs().max() < 1e-5  # z is orthogonal to the removed direction
+    cap = {}
+    prev(x, cap)
+    assert torch.allclose(cap["z"][:, :, 0], cap["y"][:, :, 0])  # no previous token: z_0 = y_0
+    # the random direction is fixed by the layer index, not by the global RNG
+    torch.manual_seed(123)
+    assert torch.equal(RandomDirectionExclusion(cfg).direction, rnd.direction)
+    assert not torch.equal(RandomDirectionExclusion(cfg, layer=1).direction, rnd.direction)
+
+
+def test_shared_projection_sd_has_one_projection_and_a_stable_form():
+    torch.manual_seed(0)
+    cfg = GPTConfig(n_layer=1, d_model=32, n_head=2, head_dim=8, block_size=16, attn=("sd-shared",))
+    model = GPT(cfg)
+    attn = model.blocks[0].attn
+    assert attn.q_proj is attn.k_proj
+    names = [n for n, _ in attn.named_parameters()]
+    assert sum("proj.weight" in n for n in names) == 3  # q = k, v, o
+    with torch.no_grad():
+        attn.routing_a.normal_()
+    w = attn.k_proj.weight.view(2, 8, 32)
+    form = w.transpose(-1, -2) @ attn.interaction_matrices() @ w  # (H, D, D): W^T L W
+    sym = (form + form.transpose(-1, -2)) / 2
+    assert torch.linalg.eigvalsh(sym).max() < 1e-6  # negative semidefinite symmetric part
+    with pytest.raises(ValueError, match="n_kv_head"):
+        GPT(GPTConfig(n_layer=1, d_model=32, n_head=2, n_kv_head=1, head_dim=8, attn=("sd-shared",)))
+
+
+def test_sinks_do_not_move_the_shared_initialisation():
+    torch.manual_seed(7)
+    a = GPT(GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=16))
+    torch.manual_seed(7)
+    b = GPT(GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=16, n_sink=4))
+    sb = b.state_dict()
+    for name, t in a.state_dict().items():
+        assert torch.equal(t, sb[name]), name

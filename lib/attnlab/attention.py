@@ -3,9 +3,11 @@
 ``CausalSelfAttention`` is standard softmax attention (SA). A variant overrides only the step that differs:
 
 - ``ExclusiveSelfAttention`` (XSA, arXiv 2603.09078) overrides ``readout``, which turns the mixed values ``y``
-  into the head output ``z`` before ``W_O``;
+  into the head output ``z`` before ``W_O``; its two controls (``RandomDirectionExclusion``,
+  ``PreviousValueExclusion``) project out a direction not tied to the token's own value;
 - ``SDAttention`` (S-D routing/filtering attention, arXiv 2605.18826) overrides ``fold``, which puts a learned
-  per-head d x d interaction matrix L = S - D between queries and keys;
+  per-head d x d interaction matrix L = S - D between queries and keys; ``SharedProjectionSDAttention`` uses
+  one projection W per head for queries and keys, so the head's model-space form W^T L W is stable;
 - ``LinearAttention`` (ELU+1 causal linear attention, Katharopoulos et al. 2020) overrides ``mix`` and
   ``mix_explicit``, which turn queries, keys and values into the mixed values ``y``.
 
@@ -50,6 +52,12 @@ def exclusive(y: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     vn = F.normalize(v, dim=-1).unsqueeze(2)  # (B, H_kv, 1, T, d), broadcast over the group
     z = yg - (yg * vn).sum(-1, keepdim=True) * vn
     return z.reshape(B, H, T, d)
+
+
+def previous_values(v: torch.Tensor) -> torch.Tensor:
+    """The previous token's value v_{i-1} at every position i, (B, H_kv, T, d); zero at i = 0, where
+    ``exclusive`` then leaves y unchanged."""
+    return F.pad(v, (0, 0, 1, 0))[:, :, :-1]
 
 
 def rescaled_mix(pattern: torch.Tensor, v: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -225,6 +233,40 @@ class ExclusiveSelfAttention(CausalSelfAttention):
         return exclusive(y, v)
 
 
+class RandomDirectionExclusion(CausalSelfAttention):
+    """XSA's control (not in the paper): the same rank-1 projection as XSA, z_i = y_i - (y_i . u) u, but of a
+    fixed random unit direction u per head instead of the token's own value v_i. If XSA's gain comes from
+    removing the own-value direction, this control does not share it; if any rank-1 projection helps, it
+    does. u is drawn once per layer from its own generator (seeded by the layer index, so the model's other
+    weights are initialised exactly as for SA and XSA) and stored as a buffer, not trained."""
+
+    kind = "xsa-random"
+    values_additive = False
+
+    def __init__(self, cfg: GPTConfig, layer: int = 0) -> None:
+        super().__init__(cfg, layer)
+        gen = torch.Generator().manual_seed(1_000_003 + layer)
+        u = torch.randn(self.n_head, self.head_dim, generator=gen)
+        self.register_buffer("direction", F.normalize(u, dim=-1))  # (H, d)
+
+    def readout(self, y: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        B, H, T, d = y.shape
+        u = self.direction.to(y.dtype)[None, :, None, :].expand(B, H, T, d)  # (B, H, T, d), a view
+        return exclusive(y, u)
+
+
+class PreviousValueExclusion(CausalSelfAttention):
+    """XSA's second control (not in the paper): project out the previous token's value v_{i-1} instead of
+    the own value v_i (z_0 = y_0): a direction of the same kind and scale as XSA's, from the same values,
+    but not the token's own."""
+
+    kind = "xsa-prev"
+    values_additive = False
+
+    def readout(self, y: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return exclusive(y, previous_values(v))
+
+
 #: softplus^-1(1): the filtering parameter delta at which D = softplus(delta) is the identity.
 SOFTPLUS_INV_ONE = math.log(math.e - 1.0)
 
@@ -289,6 +331,25 @@ class SDAttention(CausalSelfAttention):
 
     def fold(self, q: torch.Tensor) -> torch.Tensor:
         return q @ self.interaction_matrices()  # (B, H, T, d): row q_i^T L = (L^T q_i)^T
+
+
+class SharedProjectionSDAttention(SDAttention):
+    """S-D attention with one projection per head for queries and keys (this project's variant, for the
+    review of arXiv 2605.18826's model-space reading): score_ij = (W x_i)^T (S - D) (W x_j) / sqrt(d), so the
+    head's model-space form W^T L W has the symmetric part -W^T D W, negative semidefinite, and its routing
+    and filtering are W^T S W and W^T D W exactly. The query projection is the key projection (``q_proj`` is
+    ``k_proj``, one parameter, counted once); needs as many key/value heads as query heads."""
+
+    kind = "sd-shared"
+
+    def __init__(self, cfg: GPTConfig, layer: int = 0) -> None:
+        super().__init__(cfg, layer)
+        if self.n_kv_head != self.n_head:
+            raise ValueError(
+                f"sd-shared needs n_kv_head == n_head (one projection per head); got {self.n_kv_head} and "
+                f"{self.n_head}"
+            )
+        self.q_proj = self.k_proj
 
 
 def elu1(x: torch.Tensor) -> torch.Tensor:
@@ -367,5 +428,14 @@ class LinearAttention(CausalSelfAttention):
 
 
 ATTENTION_KINDS: dict[str, type[CausalSelfAttention]] = {
-    cls.kind: cls for cls in (CausalSelfAttention, ExclusiveSelfAttention, SDAttention, LinearAttention)
+    cls.kind: cls
+    for cls in (
+        CausalSelfAttention,
+        ExclusiveSelfAttention,
+        RandomDirectionExclusion,
+        PreviousValueExclusion,
+        SDAttention,
+        SharedProjectionSDAttention,
+        LinearAttention,
+    )
 }

@@ -126,7 +126,6 @@ class GPT(nn.Module):
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model) if cfg.pos == "learned" else None
         self.ln_emb = layer_norm(cfg) if cfg.embed_norm else None
-        self.sink = nn.Parameter(0.02 * torch.randn(cfg.n_sink, cfg.d_model)) if cfg.n_sink else None
         self.blocks = nn.ModuleList(Block(cfg, kind, layer) for layer, kind in enumerate(cfg.layer_kinds))
         self.ln_f = layer_norm(cfg)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
@@ -137,6 +136,8 @@ class GPT(nn.Module):
         for name, p in self.named_parameters():  # GPT-2: scale the residual projections by depth
             if name.endswith(("o_proj.weight", "down.weight")):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+        # Sinks are drawn last, so every sink count starts from the same shared weights (XSA paper, Fig. 6).
+        self.sink = nn.Parameter(0.02 * torch.randn(cfg.n_sink, cfg.d_model)) if cfg.n_sink else None
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:

@@ -66,3 +66,15 @@ def estimate(values: Sequence[float]) -> Estimate:
     if all(math.isfinite(x) for x in xs):
         return mean_interval(xs)
     return Estimate(statistics.fmean(xs), math.nan, math.nan, len(xs), math.nan)
+
+
+def binomial_interval(successes: int, n: int) -> Estimate:
+    """A proportion ``successes / n`` with its 95% Wilson score interval (sound at 0 and 1 and for small n,
+    unlike the normal interval). ``sd`` is the binomial standard error sqrt(p (1 - p) / n)."""
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"binomial_interval() needs 0 <= successes <= n and n >= 1; got {successes}, {n}")
+    z = 1.959964
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), n, math.sqrt(p * (1 - p) / n))
