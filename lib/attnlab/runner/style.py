@@ -1,4 +1,5 @@
-"""The figure style every notebook uses, and ``save_figure`` (PNG for reading, PDF for print)."""
+"""The figure style every notebook uses: one colour per concept across every figure (``PALETTE``, ``color``),
+sequential colormaps for shares (``SHARE_CMAP``), and ``save_figure`` (PNG for reading, PDF for print)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,46 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import seaborn as sns
+
+
+#: One colour per concept, the same in every figure of every notebook (colour-blind-safe hues first). Attention
+#: kinds by their ``ATTENTION_KINDS`` name; the faster-query-key parameterisation; the contribution-weights
+#: measures; S-D's interventions; and the control every figure can draw (random initialisation, chance).
+PALETTE: dict[str, str] = {
+    # attention kinds
+    "sa": "#4d4d4d",
+    "xsa": "#0072b2",
+    "xsa-random": "#56b4e9",
+    "xsa-prev": "#009e73",
+    "sd": "#e69f00",
+    "sd-shared": "#8c510a",
+    "linear": "#66a61e",
+    # QK-speed: the baseline parameterisation is "sa"'s grey, faster query-key learning is this
+    "fast-qk": "#cc79a7",
+    # contribution-weights measures
+    "raw": "#999999",
+    "value-weighted": "#d55e00",
+    "output-normalised": "#f0e442",
+    "contribution": "#6a3d9a",
+    # S-D interventions
+    "routing removed": "#b2182b",
+    "filtering to a scalar": "#2166ac",
+    # controls
+    "random init": "#bdbdbd",
+    "chance": "#000000",
+}
+
+#: The colormap for a share or probability in [0, 1] (sequential: more is darker); draw it with a colorbar.
+SHARE_CMAP = "viridis"
+
+
+def color(concept: str) -> str:
+    """The colour of ``concept`` (a key of ``PALETTE``); an unknown concept is an error, so no figure invents
+    its own colour for something the palette names."""
+    try:
+        return PALETTE[concept]
+    except KeyError:
+        raise KeyError(f"no colour for {concept!r}; the palette names {sorted(PALETTE)}") from None
 
 
 def apply_style() -> None:
