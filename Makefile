@@ -2,6 +2,15 @@
 # Both create the environment (.venv, torch pinned to the CPU build 2.13.0) when it is missing.
 
 PYTHON ?= python3
+# torch for the CPU environment, pinned here (pyproject keeps a loose range for users elsewhere).
+TORCH_VERSION := 2.13.0
+# Where that CPU build comes from. auto: the PyTorch CPU wheel index, when the machine has no CUDA and the index
+# answers (else pip's default index and its configured wheel folders, which is how a machine that can reach only
+# PyPI gets a CPU wheel on disk); a URL: that index; empty (TORCH_INDEX=): pip's default only.
+TORCH_INDEX ?= auto
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+# The exact versions the tests ran with (pip constraints); LOCK= installs from the ranges in pyproject alone.
+LOCK ?= .ci/requirements-lock.txt
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -15,21 +24,34 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_san
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 
-.PHONY: help env reproduce plan bench gpu-check test test-fast lint format store-notebooks clean
+.PHONY: help env lock reproduce plan bench gpu-check test test-fast lint format store-notebooks clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "  variables: SCALE=smoke|cpu|gpu|paper (default gpu with CUDA, else cpu), NOTEBOOKS=xsa,...,"
 	@echo "             NPROC=8 (training processes per node, under torchrun)"
+	@echo "  set-up:    PYTHON=python3.11, TORCH_INDEX=auto|URL|(empty), LOCK=.ci/requirements-lock.txt|(empty)"
 
 env: $(STAMP) ## create .venv and install attnlab (editable) with its test tools
 
-$(STAMP): pyproject.toml
+torch_index = $(if $(filter auto,$(TORCH_INDEX)),$(shell command -v nvidia-smi > /dev/null 2>&1 || \
+	$(PYTHON) -c "import urllib.request as u; u.urlopen('$(TORCH_CPU_INDEX)/', timeout=5)" > /dev/null 2>&1 \
+	&& echo $(TORCH_CPU_INDEX)),$(TORCH_INDEX))
+
+$(STAMP): pyproject.toml $(LOCK)
+	@$(PYTHON) -c "import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else \
+		f'attnlab needs Python >= 3.11; $(PYTHON) is {v.major}.{v.minor}. Run make with PYTHON=python3.11 (or newer).')"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[dev,hf]"
+	$(PY) -m pip install --quiet $(if $(torch_index),--extra-index-url $(torch_index)) \
+		$(if $(LOCK),--constraint $(LOCK)) "torch==$(TORCH_VERSION)" -e ".[dev,hf,notebooks]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
+
+lock: $(STAMP) ## write .ci/requirements-lock.txt from the environment the tests pass in
+	{ echo "# The exact versions \`make test\` passed with (\`make lock\` rewrites it); \`make env\` installs with them as pip"; \
+	  echo "# constraints. torch is pinned by the Makefile (TORCH_VERSION), not here, so its CPU or CUDA build can differ."; \
+	  $(PY) -m pip freeze --exclude-editable | grep -v -e "^-e " -e "^torch=="; } > .ci/requirements-lock.txt
 
 reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS, NPROC) into build/, figures into figures/<scale>/
 	$(PY) -m attnlab.runner.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) \
@@ -46,7 +68,7 @@ gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's 
 
 test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale notebooks
 	$(PY) -m pytest -q tests
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q $(NBVAL_FLAGS) notebooks
+	ATTNLAB_SCALE=smoke OMP_NUM_THREADS=1 $(PY) -m pytest -q $(NBVAL_FLAGS) notebooks
 
 test-fast: $(STAMP) lint ## lint and the unit tests not marked slow (torch.compile, torchrun): the quick loop
 	$(PY) -m pytest -q -m "not slow" tests

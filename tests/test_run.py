@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -59,7 +60,7 @@ def test_configure_validates_and_resolves_presets():
     assert exp.seeds == xsa.PRESETS["cpu"].seeds
     assert exp.sizes == tuple(xsa.PRESETS["cpu"].sizes)
     assert xsa.configure(scale="cpu", seeds=[5], sizes=["2L-64d"]).sizes == ("2L-64d",)
-    with pytest.raises(ParameterError, match="scale must be one of"):
+    with pytest.raises(ParameterError, match="scale must be auto or one of"):
         xsa.configure(scale="tiny")
 
 
@@ -85,7 +86,13 @@ def test_nproc_reaches_the_notebook_kernels_through_the_environment(monkeypatch,
     monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
     monkeypatch.setenv(NPROC_ENV, "1")  # restored after the test
     seen = []
-    monkeypatch.setattr(run, "execute", lambda *args, **kwargs: seen.append(os.environ[NPROC_ENV]))
+
+    def execute(source, target, parameters, log_output):
+        seen.append(os.environ[NPROC_ENV])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"metadata": {}, "cells": []}))
+
+    monkeypatch.setattr(run, "execute", execute)
     assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--nproc", "4", "--quiet"]) == 0
     assert seen == ["4"]
     assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--nproc", "0"]) == 2
@@ -109,3 +116,74 @@ def test_stored_notebooks_keep_outputs_but_not_timings_or_widgets(tmp_path):
     assert out["metadata"] == {"kernelspec": {}}
     assert out["cells"][0] == {"cell_type": "code", "metadata": {"tags": ["x"]}, "outputs": [text]}
     assert out["cells"][1] == nb["cells"][1]
+
+
+def test_own_parameters_write_to_their_own_folders(monkeypatch, tmp_path):
+    figures, build = tmp_path / "figures", tmp_path / "build"
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(figures))
+    monkeypatch.setenv("ATTNLAB_BUILD", str(build))
+
+    def execute(source, target, parameters, log_output):
+        out = Path(os.environ["ATTNLAB_FIGURES"]) / parameters["scale"] / source.stem
+        out.mkdir(parents=True)
+        (out / "claims.md").write_text(f"# run with {parameters['seeds']}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"metadata": {"papermill": {}}, "cells": []}))
+
+    monkeypatch.setattr(run, "execute", execute)
+    assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--quiet"]) == 0
+    assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--quiet", "-p", "seeds=[0, 1]"]) == 0
+    assert (figures / "cpu" / "xsa" / "claims.md").read_text() == "# run with []"  # the default run stays
+    assert (figures / "cpu" / "xsa--seeds-0-1" / "claims.md").read_text() == "# run with [0, 1]"
+    kept = sorted(p.name for p in (figures / "cpu" / "notebooks").iterdir())
+    assert kept == ["xsa--seeds-0-1.ipynb", "xsa.ipynb"]  # executed notebooks kept beside the figures
+    assert (
+        "papermill" not in json.loads((figures / "cpu" / "notebooks" / "xsa.ipynb").read_text())["metadata"]
+    )
+    assert "xsa--seeds" not in (figures / "cpu" / "REPORT.md").read_text()  # a variant is not the report
+
+
+def test_variant_names_are_readable_and_bounded():
+    assert run.variant_name("xsa", {}) == "xsa"
+    assert run.variant_name("xsa", {"sizes": ["2L"], "seeds": [0, 1]}) == "xsa--seeds-0-1--sizes-2L"
+    long = run.variant_name("xsa", {"lrs": [0.001 * i for i in range(1, 30)]})
+    assert len(long) <= 80 and long != run.variant_name("xsa", {"lrs": [0.002]})
+
+
+def test_a_failing_cell_is_summarised(tmp_path):
+    path = tmp_path / "nb.failed.ipynb"
+    cells = [
+        {"cell_type": "code", "source": ["ok = 1"], "outputs": []},
+        {
+            "cell_type": "code",
+            "source": ["train()\n", "plot()"],
+            "outputs": [
+                {"output_type": "stream", "name": "stdout", "text": ["step 1\n", "step 2 loss nan\n"]},
+                {
+                    "output_type": "error",
+                    "ename": "TrainingDiverged",
+                    "evalue": "loss is nan",
+                    "traceback": [],
+                },
+            ],
+        },
+    ]
+    path.write_text(json.dumps({"metadata": {}, "cells": cells}))
+    summary = run.failure_summary(path)
+    assert summary.splitlines() == [
+        "cell 1 (train()) failed",
+        "step 1",
+        "step 2 loss nan",
+        "TrainingDiverged: loss is nan",
+    ]
+
+
+def test_smoke_claims_say_they_judge_nothing(tmp_path, capsys):
+    from attnlab.runner.claims import SMOKE_NOTE, Claim, write_claims
+
+    claim = Claim("Fig. 1", "a claim", "1", "2", "holds")
+    write_claims([claim], tmp_path / "smoke" / "xsa", "XSA")
+    write_claims([claim], tmp_path / "cpu" / "xsa", "XSA")
+    assert SMOKE_NOTE in (tmp_path / "smoke" / "xsa" / "claims.md").read_text()
+    assert SMOKE_NOTE in capsys.readouterr().out
+    assert SMOKE_NOTE not in (tmp_path / "cpu" / "xsa" / "claims.md").read_text()

@@ -77,12 +77,24 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Printed above every smoke-scale claims table: smoke checks that the code runs end to end, nothing more.
+SMOKE_NOTE = (
+    "Smoke scale checks that the code runs end to end; its models are too small and too briefly trained to "
+    "judge any claim, so read no verdict below as a result (the cpu-scale tables are the results)."
+)
+
+
 def write_claims(claims: list[Claim], folder: Path, title: str) -> pd.DataFrame:
-    """Write ``claims.csv`` and ``claims.md`` into ``folder``; return the table."""
+    """Write ``claims.csv`` and ``claims.md`` into ``folder`` (``figures/<scale>/<paper>/``; at smoke scale
+    the Markdown opens with ``SMOKE_NOTE``, which is also printed); return the table."""
     frame = claims_frame(claims)
     folder.mkdir(parents=True, exist_ok=True)
     frame.to_csv(folder / "claims.csv", index=False)
-    (folder / "claims.md").write_text(f"# {title}\n\n{_markdown(frame)}")
+    note = ""
+    if folder.parent.name == "smoke":
+        note = f"> {SMOKE_NOTE}\n\n"
+        print(SMOKE_NOTE)
+    (folder / "claims.md").write_text(f"# {title}\n\n{note}{_markdown(frame)}")
     return frame
 
 
@@ -96,10 +108,11 @@ def save_table(frame: pd.DataFrame, folder: Path, name: str, title: str) -> None
 
 
 def gather_report(scale: str) -> Path:
-    """Concatenate every paper's ``claims.md`` under ``figures/<scale>/`` into ``REPORT.md``."""
+    """Concatenate every paper's ``claims.md`` under ``figures/<scale>/`` into ``REPORT.md`` (the runs with
+    default parameters: a ``<paper>--<parameters>`` folder is a variant, not part of the report)."""
     root = paths.figures_dir() / scale
     parts = [f"# Claims at scale `{scale}`\n"]
-    for md in sorted(root.glob("*/claims.md")):
+    for md in sorted(p for p in root.glob("*/claims.md") if "--" not in p.parent.name):
         parts.append(md.read_text().replace("# ", f"## {md.parent.name}: ", 1))
     report = root / "REPORT.md"
     root.mkdir(parents=True, exist_ok=True)

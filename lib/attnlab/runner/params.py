@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from collections.abc import Iterable, Sequence
 
 import torch
@@ -33,9 +34,20 @@ def parse_assignment(text: str, *, json_values: bool = False) -> tuple[str, obje
         return key, raw
 
 
+#: The environment variable the scale ``auto`` reads first (make test and store-notebooks: smoke).
+SCALE_ENV = "ATTNLAB_SCALE"
+
+
 def check_scale(scale: object) -> str:
+    """A scale name. ``auto`` (the notebooks' default, and the Colab choice) resolves to ``$ATTNLAB_SCALE``
+    when set, else to ``cpu``: the cpu-scale experiments, on whatever device is present (``device="auto"``
+    picks a GPU where there is one)."""
+    if scale == "auto":
+        scale = os.environ.get(SCALE_ENV, "cpu")
+        if scale not in SCALES:
+            raise ParameterError(f"{SCALE_ENV} must be one of {', '.join(SCALES)}; got {scale!r}")
     if scale not in SCALES:
-        raise ParameterError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
+        raise ParameterError(f"scale must be auto or one of {', '.join(SCALES)}; got {scale!r}")
     return str(scale)
 
 

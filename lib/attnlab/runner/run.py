@@ -7,16 +7,21 @@
 
 Parameters are checked against each notebook's ``parameters`` cell and its paper module's ``configure`` before
 any notebook starts. Executed copies land in ``build/notebooks/<scale>/``, never over the sources; figures and
-claims in ``figures/<scale>/<paper>/``; every paper's claims are gathered into ``figures/<scale>/REPORT.md``.
+claims in ``figures/<scale>/<paper>/``, and at the cpu, gpu and paper scales the executed notebook beside them
+in ``figures/<scale>/notebooks/``; every paper's claims are gathered into ``figures/<scale>/REPORT.md``. A run
+with parameters of its own (``-p``, beyond the scale) writes to folders named by them,
+``figures/<scale>/<paper>--<key>-<value>.../``, so the default outputs stay as they are.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -26,7 +31,7 @@ from attnlab import paths
 from attnlab.errors import ParameterError
 from attnlab.papers import PAPERS
 from attnlab.runner.claims import gather_report
-from attnlab.runner.params import SCALES, parse_assignment
+from attnlab.runner.params import SCALE_ENV, SCALES, parse_assignment
 from attnlab.training.launch import NPROC_ENV
 
 
@@ -74,29 +79,70 @@ def resolve_parameters(name: str, overrides: dict[str, object]) -> dict[str, obj
     return merged
 
 
+def variant_name(paper: str, overrides: dict[str, object]) -> str:
+    """The output name of ``paper`` run with ``overrides`` (the parameters beyond the scale): the paper's own
+    name when there are none, else ``<paper>--<key>-<value>...`` (sorted keys, values reduced to letters,
+    digits, dots and dashes; a long one shortened with a digest of the whole)."""
+    if not overrides:
+        return paper
+    parts = []
+    for key in sorted(overrides):
+        value = re.sub(r"[^A-Za-z0-9.]+", "-", str(overrides[key])).strip("-") or "empty"
+        parts.append(f"{key}-{value}")
+    name = f"{paper}--{'--'.join(parts)}"
+    if len(name) > 80:
+        digest = hashlib.sha256(json.dumps(overrides, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        name = f"{name[:68]}-{digest}"
+    return name
+
+
+def failure_summary(path: Path, lines: int = 40) -> str:
+    """What the failing cell of the executed notebook at ``path`` printed and raised: its source's first
+    line, its last ``lines`` lines of output and its error."""
+    nb = json.loads(path.read_text())
+    for index, cell in enumerate(nb["cells"]):
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if not errors:
+            continue
+        printed = "".join(
+            "".join(o.get("text", "")) for o in cell["outputs"] if o.get("output_type") == "stream"
+        ).splitlines()[-lines:]
+        err = errors[0]
+        source = "".join(cell["source"]).splitlines()
+        head = f"cell {index} ({source[0] if source else 'empty'}) failed"
+        return "\n".join([head, *printed, f"{err['ename']}: {err['evalue']}"])
+    return f"no cell of {path} holds an error"
+
+
 def execute(source: Path, target: Path, parameters: dict[str, object], log_output: bool) -> None:
-    """Run ``source`` into ``target`` atomically; a failed run is kept as ``<name>.failed.ipynb``."""
+    """Run ``source`` into ``target`` atomically, with a progress bar over its cells; a failed run is kept as
+    ``<name>.failed.ipynb`` and the failing cell's output and error are printed."""
     import papermill
 
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial.ipynb")
+    failed = target.with_suffix(".failed.ipynb")
     try:
         papermill.execute_notebook(
             str(source), str(partial), parameters=parameters, kernel_name="python3",
-            cwd=str(source.parent), log_output=log_output, progress_bar=sys.stderr.isatty(),
+            cwd=str(source.parent), log_output=log_output, progress_bar=True,
         )  # fmt: skip
-    except BaseException:
+    except BaseException as err:
         if partial.exists():
-            os.replace(partial, target.with_suffix(".failed.ipynb"))
+            os.replace(partial, failed)
+            if isinstance(err, papermill.PapermillExecutionError) and not log_output:
+                print(failure_summary(failed), file=sys.stderr)
         raise
     os.replace(partial, target)
 
 
-def run_staged(source: Path, target: Path, parameters: dict[str, object], log_output: bool) -> None:
+def run_staged(
+    source: Path, target: Path, parameters: dict[str, object], log_output: bool, name: str | None = None
+) -> None:
     """:func:`execute`, with the notebook's figures and claims written to a staging folder that replaces
-    ``figures/<scale>/<paper>/`` only when the notebook succeeds. A failed or interrupted run leaves the
-    previous complete outputs in place (and its notebook as ``<name>.failed.ipynb``); a success removes a
-    stale failed notebook of the same name."""
+    ``figures/<scale>/<paper>/`` (``figures/<scale>/<name>/`` with a ``name``, see :func:`variant_name`) only
+    when the notebook succeeds. A failed or interrupted run leaves the previous complete outputs in place (and
+    its notebook as ``<name>.failed.ipynb``); a success removes a stale failed notebook of the same name."""
     final_root = paths.figures_dir()
     staging = final_root / f".staging-{target.stem}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -105,7 +151,7 @@ def run_staged(source: Path, target: Path, parameters: dict[str, object], log_ou
     os.environ[paths.FIGURES_ENV] = str(staging)
     try:
         execute(source, target, parameters, log_output)
-        publish(staging, final_root)
+        publish(staging, final_root, name)
     finally:
         if before is None:
             os.environ.pop(paths.FIGURES_ENV, None)
@@ -115,13 +161,14 @@ def run_staged(source: Path, target: Path, parameters: dict[str, object], log_ou
     target.with_suffix(".failed.ipynb").unlink(missing_ok=True)
 
 
-def publish(staging: Path, final_root: Path) -> None:
-    """Move every ``<scale>/<paper>/`` folder of ``staging`` into ``final_root``, each replacing the old one
-    whole (renamed aside, the new one renamed in, the old one deleted): no folder ever mixes two runs."""
+def publish(staging: Path, final_root: Path, name: str | None = None) -> None:
+    """Move every ``<scale>/<paper>/`` folder of ``staging`` into ``final_root`` (as ``<scale>/<name>/`` when
+    ``name`` is given), each replacing the old one whole (renamed aside, the new one renamed in, the old one
+    deleted): no folder ever mixes two runs."""
     for folder in sorted(staging.glob("*/*")):
         if not folder.is_dir():
             continue
-        final = final_root / folder.relative_to(staging)
+        final = final_root / folder.parent.name / (name or folder.name)
         final.parent.mkdir(parents=True, exist_ok=True)
         old = final.with_name(f".old-{final.name}-{os.getpid()}")
         if final.exists():
@@ -178,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.nproc is not None:
         # the notebook kernels inherit it; attnlab.training.launch reads it
         os.environ[NPROC_ENV] = str(args.nproc)
+    if args.store:
+        os.environ[SCALE_ENV] = "smoke"  # the kernels inherit it: the notebooks' scale "auto" is smoke here
+    own = {k: v for k, v in overrides.items() if k != "scale"}
     walls = {}
     for i, (name, params) in enumerate(plan.items(), 1):
         print(f"[{i}/{len(plan)}] {name} (scale={scale}) ...", flush=True)
@@ -190,8 +240,14 @@ def main(argv: list[str] | None = None) -> int:
             os.replace(target, source)
             target = source
         else:
-            target = paths.build_dir() / "notebooks" / scale / f"{name}.ipynb"
-            run_staged(source, target, params, log_output=not args.quiet)
+            output = variant_name(name, own)
+            target = paths.build_dir() / "notebooks" / scale / f"{output}.ipynb"
+            run_staged(source, target, params, log_output=not args.quiet, name=output)
+            if scale != "smoke":  # kept beside the figures, so a reader sees the executed notebook
+                kept = paths.figures_dir() / scale / "notebooks" / f"{output}.ipynb"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(target, kept)
+                strip_noise(kept)
         walls[name] = time.perf_counter() - start
         print(f"[{i}/{len(plan)}] {name} done in {walls[name] / 60:.1f} min -> {target}", flush=True)
 

@@ -8,10 +8,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-
-#: One colour per concept, the same in every figure of every notebook (colour-blind-safe hues first). Attention
-#: kinds by their ``ATTENTION_KINDS`` name; the faster-query-key parameterisation; the contribution-weights
-#: measures; S-D's interventions; and the control every figure can draw (random initialisation, chance).
+#: One colour per concept, the same in every figure of every notebook (colour-blind-safe hues first):
+#: attention kinds by their ``ATTENTION_KINDS`` name; the faster-query-key parameterisation; the
+#: contribution-weights measures; S-D's interventions; and the controls (random initialisation, chance).
 PALETTE: dict[str, str] = {
     # attention kinds
     "sa": "#4d4d4d",
