@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from attnlab.runner.claims import Claim, gather_report, save_table, write_claims
+from attnlab.runner.claims import Claim, save_table, write_claims
+from attnlab.runner.report import write_report
 from attnlab.runner.verdicts import every_seed
 
 
@@ -38,7 +39,7 @@ def test_claims_are_written_and_gathered(tmp_path, monkeypatch):
     claim = Claim("Fig. 1", "a | b", "1", "2", "holds")
     write_claims([claim], tmp_path / "cpu" / "xsa", "XSA")
     assert (tmp_path / "cpu" / "xsa" / "claims.csv").read_text().splitlines()[1].startswith("Fig. 1,a | b")
-    report = gather_report("cpu").read_text()
+    report = write_report("cpu").read_text()
     assert "## xsa: XSA" in report and "a \\| b" in report
 
 
@@ -49,3 +50,40 @@ def test_tables_round_floats_so_reruns_differ_only_in_what_matters(tmp_path):
         tmp_path / "t.md"
     ).read_text() == "# T\n\n| model | energy | heads |\n|---|---|---|\n| a\\|b | 0.5853 | 72 |\n"
     assert (tmp_path / "t.csv").read_text() == "model,energy,heads\na|b,0.5852937231,72\n"
+
+
+def test_report_opens_with_the_overview_and_puts_the_verdict_first(tmp_path, monkeypatch):
+    from attnlab.runner import report
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    claims = [
+        Claim("Fig. 3", "XSA lowers the loss", "-0.05", "-0.02", "holds"),
+        Claim("Fig. 3", "the gap grows with size", "yes", "no", "does not hold: it shrinks"),
+        Claim("Table 2", "accuracy rises", "+1", "+0.1", "not testable here: at chance"),
+        Claim("Fig. 9", "no figure file", "", "", "inconclusive: the sign differs between seeds"),
+    ]
+    folder = tmp_path / "cpu" / "xsa"
+    write_claims(claims, folder, "XSA")
+    (folder / "fig3_loss.png").write_bytes(b"png")
+    write_claims(claims[:1], tmp_path / "cpu" / "xsa--seeds-0", "XSA variant")
+    assert report.overview("cpu").splitlines()[2] == "| xsa | 1 | 1 | 1 | 1 | [4 claims](xsa/claims.md) |"
+    text = report.write_report("cpu").read_text()
+    assert text.index("## Overview") < text.index("## xsa")
+    assert (
+        "| **does not hold** | [Fig. 3](xsa/fig3_loss.png) | the gap grows with size | no | it shrinks |"
+        in text
+    )
+    assert "| **not testable here** | Table 2 |" in text and "xsa--seeds" not in text
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{report.README_START}\nold\n{report.README_END}\n\nrest\n")
+    assert report.update_readme(readme, "cpu") and not report.update_readme(readme, "cpu")
+    assert "[4 claims](figures/cpu/xsa/claims.md)" in readme.read_text() and "rest" in readme.read_text()
+
+
+def test_verdict_words_are_read_longest_first():
+    from attnlab.runner.report import verdict_word
+
+    assert verdict_word("does not hold: x") == "does not hold"
+    assert verdict_word("holds") == "holds"
+    with pytest.raises(ValueError):
+        verdict_word("maybe")

@@ -1,5 +1,5 @@
 """Claims tables: each paper's claim and number beside ours, with a plain verdict, as CSV and Markdown;
-result tables; and the gathered ``figures/<scale>/REPORT.md``."""
+result tables (``attnlab.runner.report`` gathers them into ``figures/<scale>/REPORT.md``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlab import paths
 from attnlab.runner.verdicts import VERDICTS, Verdict
 
 
@@ -105,16 +104,3 @@ def save_table(frame: pd.DataFrame, folder: Path, name: str, title: str) -> None
     frame.to_csv(folder / f"{name}.csv", float_format="%.10g")
     flat = frame.reset_index()
     (folder / f"{name}.md").write_text(f"# {title}\n\n{_markdown(flat)}")
-
-
-def gather_report(scale: str) -> Path:
-    """Concatenate every paper's ``claims.md`` under ``figures/<scale>/`` into ``REPORT.md`` (the runs with
-    default parameters: a ``<paper>--<parameters>`` folder is a variant, not part of the report)."""
-    root = paths.figures_dir() / scale
-    parts = [f"# Claims at scale `{scale}`\n"]
-    for md in sorted(p for p in root.glob("*/claims.md") if "--" not in p.parent.name):
-        parts.append(md.read_text().replace("# ", f"## {md.parent.name}: ", 1))
-    report = root / "REPORT.md"
-    root.mkdir(parents=True, exist_ok=True)
-    report.write_text("\n".join(parts))
-    return report

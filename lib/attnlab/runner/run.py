@@ -30,8 +30,8 @@ from pathlib import Path
 from attnlab import paths
 from attnlab.errors import ParameterError
 from attnlab.papers import PAPERS
-from attnlab.runner.claims import gather_report
 from attnlab.runner.params import SCALE_ENV, SCALES, parse_assignment
+from attnlab.runner.report import write_report
 from attnlab.training.launch import NPROC_ENV
 
 
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         walls[name] = time.perf_counter() - start
         print(f"[{i}/{len(plan)}] {name} done in {walls[name] / 60:.1f} min -> {target}", flush=True)
 
-    report = gather_report(scale)
+    report = write_report(scale)
     print(f"\nclaims: {report}")
     for name, wall in walls.items():
         print(f"  {name:<24} {wall / 60:6.1f} min")
