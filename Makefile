@@ -44,7 +44,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(if $(torch_index),--extra-index-url $(torch_index)) \
-		$(if $(LOCK),--constraint $(LOCK)) "torch==$(TORCH_VERSION)" -e ".[dev,hf,notebooks]"
+		$(if $(LOCK),--constraint $(LOCK)) "torch==$(TORCH_VERSION)" -e ".[dev,hf,notebooks,corpora]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
