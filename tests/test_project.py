@@ -34,7 +34,9 @@ def test_environment_yml_mirrors_pyproject():
     env_reqs = _names(r for r in pip if r != "-e .")
     project = PYPROJECT["project"]
     extras = project["optional-dependencies"]
-    wanted = _names(project["dependencies"] + extras["dev"] + extras["hf"] + extras["notebooks"] + extras["corpora"])
+    wanted = _names(
+        project["dependencies"] + extras["dev"] + extras["hf"] + extras["notebooks"] + extras["corpora"]
+    )
     assert env_reqs.keys() == wanted.keys()
     for name, spec in wanted.items():
         if name != "torch":  # pinned to the CPU build there, a loose range in pyproject
