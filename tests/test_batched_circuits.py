@@ -141,16 +141,18 @@ def test_the_experiment_trains_fig2_and_the_ratio_sweep_at_once_as_one_by_one(bu
     tiny = replace(base.preset.circuits, batches_per_epoch=5, max_epochs=2, eval_size=64, ratios=(1.0, 3.0))
     exp = replace(base, preset=replace(base.preset, circuits=tiny, ratio_seeds=2))
     configs = exp.circuit_configs()
-    # the ratio sweep at x1 is Fig. 2's FAFO run: trained once
-    assert len(configs) == len(qk_speed.fig2_runs(tiny)) * 2 + 2
+    # the ratio sweep at x1 from the default QK init is Fig. 2's row-1 FAFO run: trained once
+    assert len(configs) == len(qk_speed.fig2_runs(tiny)) * 2 + len(tiny.ratio_inits) * 2 * 2 - 2
+    assert {(cfg["max_epochs"], cfg["loss_stop"]) for cfg in configs} == {(2, 1e-3), (2, 1e-3), (3, None)}
     fig2 = exp.fig2()
     assert exp.cached == {"loaded": 0, "computed": len(exp._fig2_jobs())}
     ratio = exp.ratio_sweep()  # trained with Fig. 2's runs
     assert exp.cached["computed"] == len(exp._fig2_jobs()) + len(exp._ratio_jobs())
     c = exp.preset.circuits
-    for r, (ratio_value, seed, _) in zip(ratio.itertuples(), exp._ratio_jobs(), strict=True):
+    for r, (init, ratio_value, seed, _) in zip(ratio.itertuples(), exp._ratio_jobs(), strict=True):
         single = train_circuit(
-            "fafo", lr_qk=c.lr * ratio_value, lr_ov=c.lr, seq_len=c.seq_len, seed=seed, batch_size=32,
+            make_circuit("fafo", seed=seed, qk_init=init), lr_qk=c.lr * ratio_value, lr_ov=c.lr,
+            seq_len=c.seq_len, seed=seed, batch_size=32,
             batches_per_epoch=c.batches_per_epoch, max_epochs=c.max_epochs, loss_stop=c.loss_stop,
         )  # fmt: skip
         stats = evaluate_circuit(

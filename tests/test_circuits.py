@@ -235,3 +235,39 @@ def test_fixed_attention_models_train_only_the_ov_circuit():
         assert result.loss.shape == (4,) and result.train_loss.shape == (3,)
         assert result.loss[-1] < result.loss[0]
         assert set(result.loss_at) == {0.805} and result.loss_at[0.805].shape == (4,)
+
+
+def test_qk_init_overrides_the_qk_matrices_only():
+    fafo = make_circuit("fafo", seed=0, qk_init="default")  # the authors' row-1 FAFO (Net_p1)
+    assert fafo.W_Q.abs().max() > 1e-3 and fafo.W_K.abs().max() > 1e-3
+    assert torch.equal(fafo.W_V, 1e-6 * torch.eye(50)) and torch.equal(fafo.W_O, 1e-6 * torch.eye(50))
+    assert torch.equal(make_circuit("fafo", seed=0).W_Q, 1e-6 * torch.eye(50))
+    faco = make_circuit("faco", seed=0, collapsed_init="identity")  # Net_p2: all three at 1e-6 I
+    assert torch.equal(faco.W_OV, 1e-6 * torch.eye(50)) and torch.equal(faco.W_Q, 1e-6 * torch.eye(50))
+    with pytest.raises(ValueError, match="qk_init"):
+        make_circuit("fafo", qk_init="zeros")
+
+
+def test_the_authors_fig3_protocol():
+    from attnlab.papers.qk_speed.circuits import FixedAttentionCollapsedBias
+    from attnlab.papers.qk_speed.synthetic import sample_balanced_batch
+
+    batch = sample_balanced_batch(8, 16, seeded_generator(0, 1))
+    assert len(batch) == 32 and torch.bincount(batch.classes).tolist() == [8] * 4  # balanced
+    assert torch.equal(batch.inputs[:, -1], batch.classes + 1)  # the label token comes last in the input
+    assert torch.equal(batch.targets, batch.classes + 5)  # and the query token is the target
+    model = FixedAttentionCollapsedBias(generator=seeded_generator(0, 0))
+    assert model.b_OV.abs().max() <= 1 / math.sqrt(50) and model.b_OV.abs().max() > 0
+    out = model(batch.inputs, 0.5)
+    plain = (out.attn.unsqueeze(1) @ model.one_hot(batch.inputs)).squeeze(1) @ model.W_OV.T
+    torch.testing.assert_close(out.logits, plain + model.b_OV)
+    assert "b_OV" in [n for n, _ in model.named_parameters()]
+    for factorised in (True, False):
+        result = train_fixed_attention(
+            0.8, factorised=factorised, epochs=3, batches_per_epoch=20, lr=0.5, seq_len=32,
+            eval_alphas=(0.805,), eval_size=256, protocol="authors",
+        )  # fmt: skip
+        assert result.loss[-1] < result.loss[0] and result.loss_at[0.805].shape == (4,)
+        assert isinstance(result.model, FixedAttentionCollapsedBias) != factorised
+    with pytest.raises(ValueError, match="protocol"):
+        train_fixed_attention(0.5, protocol="theirs")

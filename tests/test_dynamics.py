@@ -194,3 +194,15 @@ def test_the_growth_fit_window_does_not_depend_on_the_sampling():
     fixed = fit_growth_laws(simulate(1.0, record_every=50)).set_index("law")
     np.testing.assert_allclose(adaptive["r2"], fixed["r2"], atol=2e-3)
     np.testing.assert_allclose(adaptive["log_t_from"], fixed["log_t_from"], rtol=1e-3)
+
+
+def test_stopping_values_take_the_first_point_below_each_threshold():
+    from attnlab.papers.qk_speed.dynamics import simulate_adaptive, stopping_values
+
+    sim = simulate_adaptive(1.0)
+    curves = stopping_values(sim, np.array([1.0, 1e-2, 1e-4, 1e-9]))
+    traj = sim.trajectory
+    i = int(np.flatnonzero(traj.loss <= 1e-2)[0])
+    assert curves.loc[1, "mu_ov"] == traj.mu_ov[i] and curves.loc[1, "alpha"] == traj.alpha[i]
+    assert curves.loc[0, "mu_ov"] <= curves.loc[1, "mu_ov"]  # a lower threshold stops later
+    assert np.isnan(curves.loc[3, "mu_qk"])  # never reached

@@ -1,11 +1,16 @@
 """The compute plan: FLOPs per token, every notebook's training runs counted once, hours from throughput."""
 
+import json
+
 import pandas as pd
 import pytest
 
+from attnlab.data import shards
+from attnlab.errors import ParameterError
 from attnlab.model import GPTConfig
 from attnlab.papers import qk_speed, xsa
 from attnlab.runner import plan
+from attnlab.training.cache import corpus_tokens
 
 
 def test_flops_count_parameters_and_attention():
@@ -17,20 +22,61 @@ def test_flops_count_parameters_and_attention():
 
 def test_xsa_runs_are_every_figure_and_shared_runs_count_once():
     p = xsa.PRESETS["smoke"]
-    seeds, sw = len(p.seeds), p.sweep
+    exp = xsa.configure(scale="smoke", device="cpu")
+    sw = p.sweep
     runs = plan.plan("smoke", ["xsa"])
-    # Fig. 3: sizes x kinds x seeds; Fig. 4: every LR. Figs. 5 and 6 share their base run (the base sequence
-    # length, no sink) with Fig. 4's run at the same LR, which is trained once.
-    fig3 = len(p.sizes) * 2 * seeds
-    sweeps = (len(sw.lrs) + len(sw.seq_lens) - 1 + len(sw.sinks) - 1) * 2 * seeds
-    assert len(runs) == fig3 + sweeps
-    spec = xsa.configure(scale="smoke", device="cpu").spec("2L-32d", "sa", 0)
+    # Fig. 4: every size's grid, SA and XSA; Fig. 3: every kind (controls at the control sizes) and seed, its
+    # grid runs at the preset rate trained once; Figs. 5 and 6 share their base run (the base sequence
+    # length, no sink) with Fig. 3's run of the same seed.
+    grids = sum(len(s.lrs) * 2 * s.grid_seeds for s in p.sizes.values())
+    fig3 = sum(len(exp.kinds(name)) * len(exp.seeds) for name in p.sizes)
+    shared = sum(2 * s.grid_seeds for s in p.sizes.values() if s.train.lr in s.lrs)
+    sweeps = (len(sw.seq_lens) - 1 + len(sw.sinks) - 1) * 2 * sw.seeds
+    assert len(runs) == grids + fig3 - shared + sweeps
+    spec = exp.spec("3L-32d", "sa", 0)
     t = spec.train
-    row = runs[runs["run"] == "2L-32d sa seed 0"].iloc[0]
+    row = runs[runs["run"] == "3L-32d sa seed 0"].iloc[0]
     assert row["tokens_M"] * 1e6 == t.steps * t.batch_size * t.seq_len
     assert row["PFLOPs"] * 1e15 == pytest.approx(
         row["tokens_M"] * 1e6 * plan.flops_per_token(spec.model, t.seq_len)
     )
+
+
+def test_every_run_has_its_epochs_and_tokens_per_parameter():
+    runs = plan.plan("smoke", ["xsa"])
+    have = len(corpus_tokens("shakespeare")["train"])
+    row = runs[runs["run"] == "3L-32d sa seed 0"].iloc[0]
+    assert row["corpus"] == "shakespeare" and row["epochs"] == pytest.approx(row["tokens_M"] * 1e6 / have)
+    assert row["tokens_per_param"] == pytest.approx(row["tokens_M"] / row["params_M"])
+    assert plan.summary(runs, 989.0, 0.3, 1).loc["xsa", "max_epochs"] == pytest.approx(runs["epochs"].max())
+
+
+def test_runs_past_one_epoch_are_warned_about_and_unbuilt_corpora_noted(tmp_path):
+    runs = pd.DataFrame({"notebook": ["a", "a", "b"], "run": ["1", "2", "3"], "corpus": ["c", "c", "d"],
+                         "epochs": [0.5, 36.0, float("nan")]})  # fmt: skip
+    lines = plan.epoch_warnings(runs)
+    assert lines[0].startswith("warning: 1 of 2 a runs train for more than one epoch of c (up to 36 epochs)")
+    assert lines[1] == "note: d is not built, so the epochs of b's runs are unknown"
+    assert plan.epoch_warnings(runs.iloc[:1]) == []
+    assert plan.corpus_train_tokens(str(tmp_path / "none")) is None
+    files = [{"file": "a", "tokens": 7}, {"file": "b", "tokens": 5}]
+    (tmp_path / shards.META).write_text(json.dumps({"format": shards.FORMAT, "splits": {"train": files}}))
+    assert plan.corpus_train_tokens(str(tmp_path)) == 12
+
+
+def test_the_gpu_scale_trains_at_most_one_epoch_or_stops_before_training(capsys):
+    """Item 8 of the XSA review: the gpu preset's corpus holds more tokens than any of its runs trains on,
+    or, absent, the notebook stops before training with the command that builds it."""
+    exp = xsa.configure(scale="gpu", device="cpu")
+    most = max(r.tokens for r in exp.planned_runs().values())
+    assert xsa.GPU_CORPUS_COMMAND.split("--max-tokens ")[1] == "1e9" and most <= 1e9
+    if plan.corpus_train_tokens(exp.preset.corpus) is None:
+        with pytest.raises(ParameterError, match="Build it once with python -m attnlab.data.shards fineweb"):
+            exp.check_data()
+        assert plan.main(["--scale", "gpu", "--notebooks", "xsa"]) == 0
+        assert "is not built" in capsys.readouterr().out
+    else:
+        assert plan.corpus_train_tokens(exp.preset.corpus) >= most
 
 
 def test_every_notebook_plans_at_every_scale():
@@ -55,7 +101,9 @@ def test_circuit_steps_count_distinct_runs_to_their_epoch_limit():
     # the ratio sweep's runs at x1 and x20 are Fig. 2's FAFO and FAFO QK x20 runs: not counted again
     assert set(c.ratios) == {1.0, c.fast_fafo} and e.preset.ratio_seeds <= len(e.seeds)
     fig2 = len(qk_speed.fig2_runs(c)) * len(e.seeds) * c.max_epochs * c.batches_per_epoch
-    fig3 = 2 * len(f.alphas) * f.epochs * f.batches_per_epoch
+    fig3 = (
+        2 * 2 * len(f.alphas) * f.epochs * f.batches_per_epoch
+    )  # two OV forms, two protocols (ours, authors')
     assert e.circuit_steps() == fig2 + fig3
 
 

@@ -265,7 +265,7 @@ def test_configure_and_runner_registration():
     exp = qk_speed.configure(scale="cpu")
     assert exp.seeds == qk_speed.PRESETS["cpu"].seeds
     assert qk_speed.configure(scale="cpu", seeds=[7]).preset.ratio_seeds == 1
-    with pytest.raises(ParameterError, match="scale must be one of"):
+    with pytest.raises(ParameterError, match="scale must be"):
         qk_speed.configure(scale="tiny")
     with pytest.raises(ParameterError, match="seeds must be distinct"):
         qk_speed.configure(seeds=[1, 1])
@@ -319,12 +319,13 @@ def test_plots_have_labelled_axes():
             for e in range(3)
         ]
     )
-    assert _labelled(plots.fixed_attention(fig3))
+    assert _labelled(plots.fixed_attention(fig3))  # one protocol's rows
     sims = {r: simulate(r, loss_stop=1e-2, record_every=50) for r in (1.0, 10.0)}
     assert _labelled(plots.reduced_dynamics(sims))
     assert _labelled(plots.growth_laws(sims, qk_speed.QKSpeedExperiment.growth_fits(sims)))
     ratio = pd.DataFrame(
         {
+            "init": ["QK at 1e-6 I"] * 4,
             "ratio": [1, 1, 5, 5],
             "seed": [0, 1, 0, 1],
             "mass": [0.3, 0.31, 0.6, 0.62],
@@ -332,6 +333,8 @@ def test_plots_have_labelled_axes():
         }
     )
     assert _labelled(plots.ratio_sweep(ratio))
+    curves = qk_speed.QKSpeedExperiment.stopping_curves(sims)
+    assert _labelled(plots.stopping_thresholds(curves))
     frame = pd.DataFrame(
         {
             "variant": ["baseline", "baseline", "fast QK", "fast QK"],
@@ -357,7 +360,7 @@ def test_results_computed_by_worker_processes_are_not_reported_as_loaded(build):
 
     first = experiment()
     frame = first.fig3()
-    runs = 2 * len(first.preset.fixed.alphas)
+    runs = 2 * len(first.preset.fixed.alphas) * len(first.preset.fixed.protocols)
     assert len(first.prefetched) == runs  # trained in two worker processes
     assert first.cache_summary() == f"0 of {runs} results were loaded from the results cache."
     again = experiment()

@@ -192,7 +192,7 @@ def _exp():
 
 def test_ratio_claim_reads_the_sweep():
     rows = [
-        {"ratio": r, "seed": s, "mass": 0.3 + 0.1 * i, "accuracy": 1.0}
+        {"init": "QK at 1e-6 I", "ratio": r, "seed": s, "mass": 0.3 + 0.1 * i, "accuracy": 1.0}
         for i, r in enumerate((1, 5, 20))
         for s in (0, 1)
     ]
@@ -209,15 +209,17 @@ def test_ratio_claim_reads_the_sweep():
 def test_fig3_claim_needs_falling_loss_and_positive_difference():
     frame = pd.DataFrame(
         [
-            {"ov": ov, "alpha": a, "epoch": 3, "loss": 1.0 - a, "fd": 0.1}
+            {"protocol": p, "ov": ov, "alpha": a, "epoch": 3, "loss": 1.0 - a, "fd": 0.1}
+            for p in ("ours", "authors")
             for ov in ("factorised", "collapsed")
             for a in (0.2, 0.6, 1.0)
         ]
     )
     claims = qk._fig3(frame)
-    assert [c.verdict for c in claims] == ["holds", "holds"]
-    frame.loc[frame["alpha"] == 1.0, "loss"] = 2.0
-    assert qk._fig3(frame)[0].verdict == "does not hold"
+    assert [c.verdict for c in claims] == ["holds"] * 4
+    assert "authors protocol" in claims[2].claim and "4.9e-04 (authors' notebook)" in claims[0].paper
+    frame.loc[(frame["alpha"] == 1.0) & (frame["protocol"] == "authors"), "loss"] = 2.0
+    assert [c.verdict for c in qk._fig3(frame)] == ["holds", "holds", "does not hold", "does not hold"]
 
 
 def _real_rows(masses=(("baseline", 0.2), ("fast QK", 0.5))):
@@ -232,6 +234,7 @@ def _real_rows(masses=(("baseline", 0.2), ("fast QK", 0.5))):
                         "mass": mass + 0.01 * seed,
                         "true_prob": 0.9,
                         "correct": k < 8,
+                        "em": k < 8,
                         "f1": 0.5,
                     }
                 )
@@ -286,7 +289,7 @@ def test_claims_table_from_hand_made_results():
     fig2 = _fig2_frame(exp, mass, {labels[5]: 0.5})
     ratio = pd.DataFrame(
         [
-            {"ratio": r, "seed": s, "mass": 0.3 + 0.1 * i, "accuracy": 1.0}
+            {"init": "QK at 1e-6 I", "ratio": r, "seed": s, "mass": 0.3 + 0.1 * i, "accuracy": 1.0}
             for i, r in enumerate((1, 20))
             for s in (0, 1)
         ]
@@ -294,6 +297,7 @@ def test_claims_table_from_hand_made_results():
     fig3 = pd.DataFrame(
         [
             {
+                "protocol": "ours",
                 "ov": ov,
                 "alpha": a,
                 "epoch": 0,
@@ -322,15 +326,69 @@ def test_claims_table_from_hand_made_results():
     ]
     assert words[7:9] == [("Fig. 3", "holds"), ("Fig. 3", "does not hold")]
     assert words[9] == ("Fig. 4", "holds")
-    assert words[12:15] == [
+    assert [w[0] for w in words[12:14]] == ["Fig. 4", "Fig. 4"]  # the growth regime at each r
+    assert words[14:17] == [
         ("SVA", "holds"),
         ("SVA", "holds"),
         ("SVA", "does not hold: far less training data than the paper's"),  # accuracy 0.8
     ]
-    assert words[15:] == [
+    assert words[17:] == [
         ("SQuAD", "inconclusive: higher in every seed, but by less than 0.05 on average"),
         ("SQuAD", "holds"),
         ("HateXplain", "not testable here: HateXplain is not available offline"),
     ]
     assert rows[0].estimate == pytest.approx(0.6) and rows[0].n == len(exp.seeds)
     assert rows[-1].ours == "not run: offline"
+
+
+def test_growth_regime_verdict_gives_each_answer():
+    assert qk.verdict_growth_regime("n mu_QK", 0.99, 0.95).word == "holds"
+    assert qk.verdict_growth_regime("n mu_QK", 0.95, 0.99).word == "inconclusive"
+    dominated = qk.verdict_growth_regime("m e^mu_QK", 0.7, 0.99)
+    assert dominated.word == "does not hold" and dominated.estimate == 0.99 and dominated.null == 0.7
+    assert qk.verdict_growth_regime("m e^mu_QK", 0.99, 0.7).word == "inconclusive"
+    assert "neither term" in qk.verdict_growth_regime("mixed", math.nan, math.nan).why
+    assert "too few points" in qk.verdict_growth_regime("n mu_QK", math.nan, math.nan).why
+
+
+def test_growth_regime_claims_follow_the_first_integral():
+    from attnlab.papers.qk_speed.dynamics import regime_fit, simulate_adaptive
+
+    slow, middle, fast = simulate_adaptive(0.01), simulate_adaptive(1.0), simulate_adaptive(100.0)
+    assert regime_fit(slow)["q_end"] == pytest.approx(slow.alpha / (1 - slow.alpha))
+    assert [regime_fit(s)["regime"] for s in (slow, middle, fast)] == ["n mu_QK", "mixed", "m e^mu_QK"]
+    sims = {0.01: slow, 1.0: middle, 100.0: fast}
+    fits = qk_speed.QKSpeedExperiment.growth_fits(sims)
+    rows = [c for c in qk._fig4(_exp(), sims, fits) if "per regime" in c.claim]
+    assert "n mu_QK dominates" in rows[0].verdict  # holds, or inconclusive if the fit disagrees
+    assert rows[1].verdict.startswith("inconclusive: neither term")
+    assert rows[2].verdict == "does not hold: m e^mu_QK dominates: e^mu_QK ~ log^2 t"
+
+
+def test_the_above_chance_gate_makes_real_data_claims_not_testable():
+    assert qk.gate_scores([16, 18], [20, 20], qk.SVA_CHANCE) is None
+    gate = qk.gate_scores([16, 11], [20, 20], qk.SVA_CHANCE)
+    assert gate.word == "not testable here" and gate.null == 0.5
+    frame = _real_rows()
+    frame.loc[frame["variant"] == "fast QK", "correct"] = frame["seed"] == 0  # fast QK at 50 %: chance
+    rows = qk._sva(_exp(), frame)
+    assert [c.verdict.split(":")[0] for c in rows[:2]] == ["not testable here"] * 2
+    squad = _real_rows()
+    squad["em"] = False  # the baseline answers nothing exactly: the task is not learned
+    gate = qk.squad_gate(squad)
+    assert gate.word == "not testable here" and "has not learned the task" in gate.why
+    assert qk.squad_gate(_real_rows()) is None  # exact match 0.8
+    rows = qk._real_data(_exp(), squad, "SQuAD", "", "", "f1", "F1", gate)
+    assert all(c.verdict.startswith("not testable here") for c in rows)
+
+
+def test_acmc_is_computed_per_variant_and_seed():
+    acmc = qk.acmc_by_seed(_real_rows())
+    assert len(acmc) == 4 and (acmc["ACMC"] == 100.0).all()  # every correct example is attention-confident
+    frame = _real_rows()
+    frame["correct"] = False
+    assert acmc_nan(frame)
+
+
+def acmc_nan(frame) -> bool:
+    return bool(qk.acmc_by_seed(frame)["ACMC"].isna().all())

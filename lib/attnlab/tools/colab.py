@@ -52,7 +52,10 @@ def install_cell(repo_url: str, notebook: str) -> str:
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "{target}"], check=True)'
+        "    subprocess.run(\n"
+        f'        [sys.executable, "-m", "pip", "install", "{target}"],\n'
+        "        check=True,\n"
+        "    )"
     )
 
 

@@ -2,6 +2,7 @@
 presets (``presets``), the experiment of its notebook (``experiment``), its claims (``claims``), figures
 (``plots``), the circuits, synthetic task and reduced dynamics, and the real-data tasks (``text_tasks``)."""
 
+from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed.claims import MIN_GAIN
 from attnlab.papers.qk_speed.experiment import PAPER, VARIANTS, QKSpeedExperiment, configure
 from attnlab.papers.qk_speed.presets import (
@@ -19,9 +20,11 @@ from attnlab.papers.qk_speed.presets import (
     SVASetup,
     fig2_runs,
     preset_table,
+    runs_table,
 )
 
 __all__ = [
+    "authors",
     "PAPER",
     "KINDS",
     "VARIANTS",
@@ -37,6 +40,7 @@ __all__ = [
     "PRESETS",
     "CircuitRun",
     "fig2_runs",
+    "runs_table",
     "MIN_GAIN",
     "QKSpeedExperiment",
     "configure",

@@ -21,6 +21,7 @@ stopping epochs; see ``benchmark``, which also times the ``cpu`` preset's circui
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Sequence
@@ -45,7 +46,10 @@ from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
 @dataclass(frozen=True)
 class CircuitSpec:
     """One circuit run of Fig. 2 / the ratio sweep: what ``train_circuit`` takes per run; the circuit is
-    ``make_circuit(kind, seed=seed, init_scale=init_scale)`` (factorised matrices start at init_scale * I)."""
+    ``make_circuit(kind, seed=seed, init_scale=init_scale, qk_init=qk_init, collapsed_init=collapsed_init)``
+    (factorised matrices start at
+    init_scale * I; ``qk_init`` "default": the QK circuit at nn.Linear's initialisation, as the authors' row-1
+    FAFO)."""
 
     kind: str
     lr_qk: float
@@ -55,6 +59,8 @@ class CircuitSpec:
     seq_len: int = 64
     seed: int = 1234
     init_scale: float = 1e-6
+    qk_init: str | None = None
+    collapsed_init: str = "default"
 
     def lrs(self, step: int, total: int) -> tuple[float, float]:
         """(eta_QK, eta_OV) at SGD step ``step`` of ``total`` planned, as ``train_circuit`` sets them."""
@@ -143,7 +149,12 @@ def train_circuits(
     ``TrainingDiverged`` when a circuit's epoch loss is not finite, as ``train_circuit`` does."""
     device = torch.device(device)
     total = max_epochs * batches_per_epoch
-    models = [make_circuit(s.kind, seed=s.seed, init_scale=s.init_scale) for s in specs]
+    models = [
+        make_circuit(
+            s.kind, seed=s.seed, init_scale=s.init_scale, qk_init=s.qk_init, collapsed_init=s.collapsed_init
+        )
+        for s in specs
+    ]
     results = [
         CircuitTrainResult(m, {k: [] for k in ("epoch", "train_loss", "lr_qk", "lr_ov")}, 0, False)
         for m in models
@@ -222,24 +233,29 @@ def _draw(
 
 
 def benchmark(scale: str = "cpu", one_by_one: int | None = 1) -> dict[str, float | int | bool | str]:
-    """Time the circuit runs of Fig. 2 and the ratio sweep at ``scale`` on this machine's CPU, one thread:
-    all at once (``train_circuits``) and one by one (``train_circuit``), in CPU seconds (``process_time``)
-    and wall seconds. ``one_by_one``: how many runs of each (parameterisation, sequence length) to train one
-    by one (None: all); the one-by-one totals are then extrapolated from their seconds per SGD step and every
-    run's steps (``*_all``; measured when all ran). Also reports how far those runs' final weights (max
-    relative difference), losses and held-out metrics (what the notebook prints: the mean distinct-token
-    mass and true-label probability, the accuracy, on the preset's held-out set; max absolute difference)
-    are from the batched ones (and the run where the metrics differ most), and whether they stopped at the
-    same epochs."""
+    """Time the circuit runs of Fig. 2 and the ratio sweep at ``scale`` on this machine's CPU, one thread: all
+    at once (``train_circuits``, one batch per set of shared training settings) and one by one
+    (``train_circuit``), in CPU seconds (``process_time``) and wall seconds. ``one_by_one``: how many runs of
+    each (parameterisation, sequence length) to train one by one (None: all); the one-by-one totals are then
+    extrapolated from their seconds per SGD step and every run's steps (``*_all``; measured when all ran).
+    Also reports how far those runs' final weights (max relative difference), losses and held-out metrics
+    (what the notebook prints: the mean distinct-token mass and true-label probability, the accuracy, on the
+    preset's held-out set; max absolute difference) are from the batched ones (and the run where the metrics
+    differ most), and whether they stopped at the same epochs."""
     from attnlab.papers.qk_speed.experiment import circuit_spec, configure  # it imports this module
 
     exp = configure(scale=scale, device="cpu")
     runs = [circuit_spec(cfg) for cfg in exp.circuit_configs()]
-    specs, settings = [spec for spec, _ in runs], runs[0][1]
-    if any(s != settings for _, s in runs):
-        raise ValueError(f"the circuit runs at scale {scale!r} do not share their training settings")
+    specs = [spec for spec, _ in runs]
+    by_settings: dict[str, list[int]] = {}  # the runs that share their training settings train as one batch
+    for i, (_, settings) in enumerate(runs):
+        by_settings.setdefault(json.dumps(settings, sort_keys=True), []).append(i)
     cpu, wall = time.process_time(), time.perf_counter()
-    batched = train_circuits(specs, device="cpu", threads=1, **settings)
+    batched: list[CircuitTrainResult] = [None] * len(specs)  # type: ignore[list-item]
+    for key, idx in by_settings.items():
+        results = train_circuits([specs[i] for i in idx], device="cpu", threads=1, **json.loads(key))
+        for i, r in zip(idx, results, strict=True):
+            batched[i] = r
     out: dict[str, float | int | bool | str] = {
         "circuits": len(specs),
         "steps": sum(r.steps for r in batched),
@@ -256,10 +272,12 @@ def benchmark(scale: str = "cpu", one_by_one: int | None = 1) -> dict[str, float
     for i in chosen:
         s = specs[i]
         cpu, wall = time.process_time(), time.perf_counter()
-        model = make_circuit(s.kind, seed=s.seed, init_scale=s.init_scale)
+        model = make_circuit(
+            s.kind, seed=s.seed, init_scale=s.init_scale, qk_init=s.qk_init, collapsed_init=s.collapsed_init
+        )
         one = train_circuit(
             model, lr_qk=s.lr_qk, lr_ov=s.lr_ov, qk_ramp=s.qk_ramp, ov_ramp=s.ov_ramp, seq_len=s.seq_len,
-            seed=s.seed, threads=1, **settings,
+            seed=s.seed, threads=1, **runs[i][1],
         )  # fmt: skip
         cost = (time.process_time() - cpu, time.perf_counter() - wall)
         per_step.setdefault((s.kind, s.seq_len), []).append((cost[0] / one.steps, cost[1] / one.steps))

@@ -16,7 +16,10 @@ Initialisation: factorised matrices start at 1e-6 * I (``docs/papers/qk-speed.md
 the paper is silent on the collapsed ones; we follow the authors' Fig. 2 notebooks (``Net_p4`` / ``Net_CACO``,
 whose 1e-6 * I lines are commented out): PyTorch's default ``nn.Linear`` initialisation,
 U(-1/sqrt(V), 1/sqrt(V)). Both are options (``factorised_init`` / ``collapsed_init``: ``"identity"`` =
-``init_scale`` * I, ``"default"`` = nn.Linear's).
+``init_scale`` * I, ``"default"`` = nn.Linear's). ``qk_init`` overrides both for the QK circuit's matrices:
+the authors' row-1 FAFO (``Fig-2-Heatmaps.ipynb``, cell 1, ``Net_p1``) comments out the 1e-6 * I lines of
+W_Q and W_K only, so its QK circuit starts at nn.Linear's default while W_V and W_O start at 1e-6 * I; their
+faster-QK FAFO runs (``Fig-2_CACO_FAFO Experiments.ipynb``, cell 1) start all four at 1e-6 * I.
 
 Also here: ``train_circuit`` (SGD with separate QK / OV learning rates and linear ramps, the Fig. 2 runs) and
 the fixed-attention experiment of Fig. 3 (``train_fixed_attention``).
@@ -38,9 +41,11 @@ from torch import nn
 from attnlab.errors import TrainingDiverged
 from attnlab.metrics import attention_mass
 from attnlab.papers.qk_speed.synthetic import (
+    N_CLASSES,
     N_COMMON,
     VOCAB_SIZE,
     SyntheticBatch,
+    sample_balanced_batch,
     sample_batch,
     seeded_generator,
 )
@@ -72,16 +77,19 @@ class Circuit(nn.Module):
         init_scale: float = 1e-6,
         factorised_init: str = "identity",
         collapsed_init: str = "default",
+        qk_init: str | None = None,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        for name, value in (("factorised_init", factorised_init), ("collapsed_init", collapsed_init)):
+        inits = (("factorised_init", factorised_init), ("collapsed_init", collapsed_init))
+        for name, value in (*inits, ("qk_init", qk_init or "identity")):
             if value not in INIT_KINDS:
                 raise ValueError(f"{name} must be one of {INIT_KINDS}, got {value!r}")
         self.vocab_size = vocab_size
         self.init_scale = init_scale
         self.factorised_init = factorised_init
         self.collapsed_init = collapsed_init
+        self.qk_init = qk_init  # the QK circuit's matrices; None: factorised_init / collapsed_init by form
         self._init_qk(generator)
         self._init_ov(generator)
 
@@ -101,7 +109,7 @@ class Circuit(nn.Module):
         return self._matrix(self.collapsed_init, generator)
 
     def _init_qk(self, generator: torch.Generator | None) -> None:
-        self.W_QK = self._collapsed(generator)
+        self.W_QK = self._matrix(self.qk_init or self.collapsed_init, generator)
 
     def _init_ov(self, generator: torch.Generator | None) -> None:
         self.W_OV = self._collapsed(generator)
@@ -176,8 +184,9 @@ class FACO(Circuit):
     kind = "faco"
 
     def _init_qk(self, generator: torch.Generator | None) -> None:
-        self.W_Q = self._factorised(generator)
-        self.W_K = self._factorised(generator)
+        init = self.qk_init or self.factorised_init
+        self.W_Q = self._matrix(init, generator)
+        self.W_K = self._matrix(init, generator)
 
     def scores(self, x: torch.Tensor) -> torch.Tensor:
         """s_j = (W_Q x_T) . (W_K x_j) / sqrt(d): (B, T)."""
@@ -396,6 +405,22 @@ class FixedAttentionCollapsed(_FixedAttention, Circuit):
     kind = "fixed-co"
 
 
+class FixedAttentionCollapsedBias(FixedAttentionCollapsed):
+    """Fig. 3 as the authors' collapsed notebook has it (``nn.Linear(50, 50)`` with its bias): logits =
+    W_OV sum_j a_j x_j + b_OV, b_OV drawn as nn.Linear draws a bias, U(-1/sqrt(V), 1/sqrt(V))."""
+
+    kind = "fixed-co-bias"
+    OV_NAMES = (*Circuit.OV_NAMES, "b_OV")
+
+    def _init_ov(self, generator: torch.Generator | None) -> None:
+        super()._init_ov(generator)
+        bound = 1 / math.sqrt(self.vocab_size)
+        self.b_OV = nn.Parameter(torch.empty(self.vocab_size).uniform_(-bound, bound, generator=generator))
+
+    def readout(self, context: torch.Tensor) -> torch.Tensor:
+        return super().readout(context) + self.b_OV
+
+
 class FixedAttentionFactorised(_FixedAttention, CAFO):
     """Fig. 3, factorised OV: logits = W_O W_V sum_j a_j x_j with a fixed."""
 
@@ -426,6 +451,7 @@ def train_fixed_attention(
     eval_size: int = 1024,
     init: str = "default",
     threads: int | None = 1,
+    protocol: str = "ours",
 ) -> FixedAttentionResult:
     """The fixed-attention experiment of Fig. 3: attention frozen at ``alpha`` on the distinct tokens, only
     the OV circuit (W_O W_V if ``factorised``, else W_OV) trained by SGD at ``lr`` (paper: 1e-2, 500 epochs).
@@ -436,25 +462,49 @@ def train_fixed_attention(
     difference uses alpha' = alpha + 0.005). ``init``: the OV weights' initialisation, ``"default"``
     (nn.Linear's, as in the authors' Fig. 3 notebook) or ``"identity"`` (1e-6 * I). ``threads``: as in
     ``train_circuit``.
+
+    ``protocol="authors"`` runs it as the authors' notebooks do: every step a balanced batch of
+    ``batch_size`` sequences per class (``sample_balanced_batch``: 4 x ``batch_size``, label token before the
+    query token, the query token the target), the collapsed OV with its bias (``FixedAttentionCollapsedBias``)
+    and a fresh held-out set (``eval_size`` sequences, balanced) at every evaluation. One fresh set serves
+    both alpha and alpha' of an evaluation (the authors draw one per call; at our sizes separate draws would
+    bury the finite difference in sampling noise).
     """
-    cls = FixedAttentionFactorised if factorised else FixedAttentionCollapsed
+    if protocol not in ("ours", "authors"):
+        raise ValueError(f"protocol must be 'ours' or 'authors', got {protocol!r}")
+    authors = protocol == "authors"
+    collapsed = FixedAttentionCollapsedBias if authors else FixedAttentionCollapsed
+    cls = FixedAttentionFactorised if factorised else collapsed
     model = cls(factorised_init=init, collapsed_init=init, generator=seeded_generator(seed, 0))
     opt = sgd(model.parameters(), lr)
-    data, held_out = seeded_generator(seed, 1), sample_batch(eval_size, seq_len, seeded_generator(seed, 2))
+    data, eval_stream = seeded_generator(seed, 1), seeded_generator(seed, 2)
+    per_class = max(1, eval_size // N_CLASSES)
+
+    def draw(stream: torch.Generator, size: int, balanced: bool) -> SyntheticBatch:
+        return (
+            sample_balanced_batch(size, seq_len, stream) if balanced else sample_batch(size, seq_len, stream)
+        )
+
+    held_out = None if authors else sample_batch(eval_size, seq_len, eval_stream)
 
     @torch.no_grad()
-    def held_out_loss(a: float) -> float:
-        logits, _ = model(held_out.inputs, a, held_out.distinct)
-        return F.cross_entropy(logits, held_out.targets).item()
+    def held_out_losses(alphas: Sequence[float]) -> list[float]:
+        batch = held_out or draw(eval_stream, per_class, balanced=True)  # the authors': fresh every time
+        return [
+            F.cross_entropy(model(batch.inputs, a, batch.distinct).logits, batch.targets).item()
+            for a in alphas
+        ]
 
     with torch_threads(threads):
         alphas = [alpha, *eval_alphas]
-        curves: dict[float, list[float]] = {a: [held_out_loss(a)] for a in alphas}
+        curves: dict[float, list[float]] = {
+            a: [v] for a, v in zip(alphas, held_out_losses(alphas), strict=True)
+        }
         train_loss = []
         for _ in range(epochs):
             running = 0.0
             for _ in range(batches_per_epoch):
-                batch = sample_batch(batch_size, seq_len, data)
+                batch = draw(data, batch_size, balanced=authors)
                 logits, _ = model(batch.inputs, alpha, batch.distinct)
                 loss = F.cross_entropy(logits, batch.targets)
                 opt.zero_grad(set_to_none=True)
@@ -462,8 +512,8 @@ def train_fixed_attention(
                 opt.step()
                 running += loss.item()
             train_loss.append(running / batches_per_epoch)
-            for a in alphas:
-                curves[a].append(held_out_loss(a))
+            for a, v in zip(alphas, held_out_losses(alphas), strict=True):
+                curves[a].append(v)
     return FixedAttentionResult(
         alpha=alpha,
         factorised=factorised,

@@ -18,10 +18,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from attnlab.papers.qk_speed.presets import KINDS, PAPER_FIG3_FINAL, fig2_runs
+from attnlab.metrics import attention_confidence_model_correct
+from attnlab.papers.qk_speed.authors import FIG3_FINAL, FIG4_END_STATES
+from attnlab.papers.qk_speed.dynamics import regime_fit
+from attnlab.papers.qk_speed.presets import KINDS, fig2_runs
 from attnlab.runner.claims import Claim, signed
 from attnlab.runner.stats import estimate
-from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, Verdict, every_seed
+from attnlab.runner.verdicts import (
+    DOES_NOT_HOLD,
+    HOLDS,
+    INCONCLUSIVE,
+    NOT_TESTABLE,
+    Verdict,
+    above_chance,
+    every_seed,
+)
 
 if TYPE_CHECKING:
     from attnlab.papers.qk_speed.dynamics import Simulation
@@ -37,6 +48,9 @@ GOOD_FIT = 0.95  # Fig. 4: R^2 of mu_OV ~ log t counted as a good fit
 TOLERANCE_POINTS = 2.0  # real data: "similar" accuracy / F1 within 2 points,
 TOLERANCE_SPREADS = 2.0  # or within 2 seed standard deviations (the larger variant's) if that is wider
 LEARNS_AGREEMENT = 0.9  # SVA: the 1-layer model "learns agreement" at this accuracy
+SVA_CHANCE = 0.5  # SVA is a balanced two-class task
+QA_FLOOR = 0.05  # SQuAD has no chance level: the baseline "learns the task" above this exact-match rate
+DOMINANCE = 2.0  # Fig. 4: a term of the first integral dominates when it is this many times the other
 
 HATEXPLAIN = Verdict(NOT_TESTABLE, "HateXplain is not available offline")
 
@@ -157,6 +171,40 @@ def verdict_log2_law(exp_fits_better: Sequence[bool]) -> Verdict:
     return Verdict(INCONCLUSIVE, "the better law depends on r", *evidence)
 
 
+def verdict_growth_regime(regime: str, r2_mu: float, r2_exp: float) -> Verdict:
+    """Fig. 4, "mu_QK grows like log^2 t", at one r, per regime of the first integral
+    (``dynamics.regime_fit``: m e^{mu_QK} + n mu_QK grows like mu_OV^2 ~ log^2 t, and the term that grows
+    faster at the end of the run decides the law), from R^2 of mu_QK ~ log^2 t and exp(mu_QK) ~ log^2 t fitted
+    where that regime holds. Regime "n mu_QK" predicts mu_QK ~ log^2 t: holds when that fit is the better
+    one. Regime "m e^mu_QK" predicts e^{mu_QK} ~ log^2 t: does not hold when that fit is the better one.
+    Inconclusive when the fit disagrees with the regime, when no term dominates ("mixed") or when the regime
+    holds over too few points to fit (NaN). Evidence: R^2 of the predicted law, against the other's; n = 1."""
+    if regime == "mixed":
+        return Verdict(INCONCLUSIVE, "neither term of the first integral dominates at the end of the run")
+    if math.isnan(r2_mu) or math.isnan(r2_exp):
+        return Verdict(INCONCLUSIVE, f"too few points in the {regime} regime to fit")
+    if regime == "n mu_QK":
+        evidence = (float(r2_mu), math.nan, math.nan, 1, float(r2_exp))
+        if r2_mu > r2_exp:
+            return Verdict(HOLDS, "n mu_QK dominates the first integral", *evidence)
+        return Verdict(INCONCLUSIVE, "n mu_QK dominates, but exp(mu_QK) ~ log^2 t fits better", *evidence)
+    evidence = (float(r2_exp), math.nan, math.nan, 1, float(r2_mu))
+    if r2_exp > r2_mu:
+        return Verdict(DOES_NOT_HOLD, "m e^mu_QK dominates: e^mu_QK ~ log^2 t", *evidence)
+    return Verdict(INCONCLUSIVE, "m e^mu_QK dominates, but mu_QK ~ log^2 t fits better", *evidence)
+
+
+def gate_scores(correct: Sequence[int], n: Sequence[int], chance: float) -> Verdict | None:
+    """The gate before a real-data claim: :func:`~attnlab.runner.verdicts.above_chance` of each variant's
+    pooled correct predictions (``correct[i]`` of ``n[i]``); None when every variant is above ``chance``,
+    otherwise the first variant's "not testable here" verdict."""
+    for k, total in zip(correct, n, strict=True):
+        gate = above_chance(int(k), int(total), chance)
+        if gate is not None:
+            return gate
+    return None
+
+
 def verdict_similar_score(base: Sequence[float], fast: Sequence[float]) -> Verdict:
     """Real data, "at a similar accuracy / F1", from the score per seed of the baseline and of faster QK
     (paired by seed): holds when the difference of their means (points, x100) is within the tolerance,
@@ -247,46 +295,47 @@ def _fig2(exp: QKSpeedExperiment, fig2: pd.DataFrame) -> list[Claim]:
 
 
 def _ratio(ratio: pd.DataFrame) -> list[Claim]:
-    by = ratio.groupby("ratio")[["mass", "accuracy"]].mean()
-    ranks = pd.DataFrame({"ratio": by.index.to_numpy(), "mass": by["mass"].to_numpy()}).rank()
-    rho = float(ranks["ratio"].corr(ranks["mass"]))  # Spearman: Pearson of the ranks
-    acc_range = 100 * (by["accuracy"].max() - by["accuracy"].min())
-    return [
-        Claim(
-            "ratio sweep",
-            "raising eta_QK / eta_OV sharpens attention without changing accuracy (FAFO)",
-            "sharper attention, same accuracy",
-            "distinct mass by ratio: "
-            + ", ".join(f"{k:g}: {v:.3f}" for k, v in by["mass"].items())
-            + f" (Spearman {signed(rho, 2)}); accuracy range {acc_range:.1f} points",
-            verdict_ratio_sweep(by["mass"].tolist(), acc_range),
+    claims = []
+    for init, sub in ratio.groupby("init", sort=False):
+        by = sub.groupby("ratio")[["mass", "accuracy"]].mean()
+        ranks = pd.DataFrame({"ratio": by.index.to_numpy(), "mass": by["mass"].to_numpy()}).rank()
+        rho = float(ranks["ratio"].corr(ranks["mass"]))  # Spearman: Pearson of the ranks
+        acc_range = 100 * (by["accuracy"].max() - by["accuracy"].min())
+        claims.append(
+            Claim(
+                "ratio sweep",
+                f"raising eta_QK / eta_OV sharpens attention without changing accuracy (FAFO, {init})",
+                "sharper attention, same accuracy",
+                "distinct mass by ratio: "
+                + ", ".join(f"{k:g}: {v:.3f}" for k, v in by["mass"].items())
+                + f" (Spearman {signed(rho, 2)}); accuracy range {acc_range:.1f} points",
+                verdict_ratio_sweep(by["mass"].tolist(), acc_range),
+            )
         )
-    ]
+    return claims
 
 
 def _fig3(fig3: pd.DataFrame) -> list[Claim]:
     last = fig3[fig3["epoch"] == fig3["epoch"].max()]
     claims = []
-    for ov in ("factorised", "collapsed"):
-        final = last[last["ov"] == ov].set_index("alpha")["loss"]
-        fd = last[last["ov"] == ov].set_index("alpha")["fd"]
-        paper = (
-            ", ".join(f"{a:g}: {v:.1e}" for a, v in PAPER_FIG3_FINAL.items())
-            if ov == "factorised"
-            else ("not given")
-        )
-        claims.append(
-            Claim(
-                "Fig. 3",
-                f"with attention fixed, more mass on the distinct tokens gives a lower loss ({ov} OV)",
-                f"final losses (alpha: loss) {paper}",
-                "final held-out loss "
-                + ", ".join(f"{a:g}: {v:.1e}" for a, v in final.items())
-                + "; finite difference dL/d(-alpha) "
-                + ", ".join(f"{a:g}: {v:.2g}" for a, v in fd.items()),
-                verdict_loss_falls(final.tolist(), fd.tolist()),
+    for protocol in dict.fromkeys(last["protocol"]):
+        for ov in ("factorised", "collapsed"):
+            rows = last[(last["protocol"] == protocol) & (last["ov"] == ov)].set_index("alpha")
+            final, fd = rows["loss"], rows["fd"]
+            authors = ", ".join(f"{a:g}: {v:.1e}" for a, v in FIG3_FINAL[ov].items())
+            claims.append(
+                Claim(
+                    "Fig. 3",
+                    f"with attention fixed, more mass on the distinct tokens gives a lower loss ({ov} OV, "
+                    f"{protocol} protocol)",
+                    f"final losses (alpha: loss) {authors} (authors' notebook)",
+                    "final held-out loss "
+                    + ", ".join(f"{a:g}: {v:.1e}" for a, v in final.items())
+                    + "; finite difference dL/d(-alpha) "
+                    + ", ".join(f"{a:g}: {v:.2g}" for a, v in fd.items()),
+                    verdict_loss_falls(final.tolist(), fd.tolist()),
+                )
             )
-        )
     return claims
 
 
@@ -295,11 +344,26 @@ def _fig4(exp: QKSpeedExperiment, sims: dict[float, Simulation], fits: pd.DataFr
     law = exp.supported_law(fits)
     ov = law["r2 mu_OV ~ log t"]
     exp_better = (law["better"] == "exp(mu_QK) ~ log^2 t").tolist()
+    authors = ", ".join(f"{r:g}: {e.alpha:.3f}" for r, e in FIG4_END_STATES.items())
+    regimes = []
+    for r, sim in sims.items():
+        fit = regime_fit(sim, dominance=DOMINANCE)
+        r2_mu, r2_exp = fit["r2 mu_QK ~ log^2 t"], fit["r2 exp(mu_QK) ~ log^2 t"]
+        regimes.append(
+            Claim(
+                "Fig. 4",
+                f"mu_QK grows like log^2 t, at r = {r:g} (per regime of the first integral)",
+                "mu_QK ~ log^2 t",
+                f"end of run: m e^mu_QK / n = {fit['q_end']:.2f}, regime {fit['regime']}; R^2 there: mu_QK "
+                f"{r2_mu:.3f}, exp(mu_QK) {r2_exp:.3f}",
+                verdict_growth_regime(str(fit["regime"]), r2_mu, r2_exp),
+            )
+        )
     return [
         Claim(
             "Fig. 4",
             "a faster QK circuit (larger r) ends with sharper attention",
-            "alpha rises with r",
+            f"alpha rises with r (authors' notebook, final alpha: {authors})",
             "final alpha by r: " + ", ".join(f"{r:g}: {a:.3f}" for r, a in final["alpha"].items()),
             verdict_alpha_rises(final["alpha"].tolist()),
         ),
@@ -325,6 +389,7 @@ def _fig4(exp: QKSpeedExperiment, sims: dict[float, Simulation], fits: pd.DataFr
             ),
             verdict_log2_law(exp_better),
         ),
+        *regimes,
     ]
 
 
@@ -336,21 +401,26 @@ def _real_data(
     paper_sharp: str,
     acc_col: str,
     acc_label: str,
+    gate: Verdict | None = None,
 ) -> list[Claim]:
+    """The two real-data rows (sharper attention; similar score). ``gate``: when not None (a variant is not
+    above chance, ``gate_scores``), both rows get it as their verdict: "not testable here"."""
     per_seed = frame.groupby(["variant", "seed"])[["mass", acc_col]].mean()
     base, fast = per_seed.loc["baseline"], per_seed.loc["fast QK"]
     common = base.index.intersection(fast.index)
     gain = (fast.loc[common, "mass"] - base.loc[common, "mass"]).tolist()
     ac = exp.ac_by_seed(frame).pivot_table(index="seed", columns="variant", values="AC")
     similar = verdict_similar_score(base[acc_col].tolist(), fast[acc_col].tolist())
+    acmc = acmc_by_seed(frame).set_index(["seed", "variant"])["ACMC"].unstack()  # keeps all-NaN variants
     return [
         Claim(
             name,
             "faster QK puts more attention on the relevant tokens",
             paper_sharp,
             f"attention mass {_mean_sd(base['mass'])} -> {_mean_sd(fast['mass'])}; AC "
-            f"{_mean_sd(ac['baseline'], 1)} % -> {_mean_sd(ac['fast QK'], 1)} %",
-            verdict_sharper(gain),
+            f"{_mean_sd(ac['baseline'], 1)} % -> {_mean_sd(ac['fast QK'], 1)} %; ACMC "
+            f"{_mean_sd(acmc['baseline'], 1)} % -> {_mean_sd(acmc['fast QK'], 1)} %",
+            gate or verdict_sharper(gain),
         ),
         Claim(
             name,
@@ -359,9 +429,43 @@ def _real_data(
             f"{acc_label} {_mean_sd(base[acc_col])} -> {_mean_sd(fast[acc_col])} (difference "
             f"{signed(similar.estimate, 1)} "
             f"points; tolerance {similar.null:.1f})",
-            similar,
+            gate or similar,
         ),
     ]
+
+
+def acmc_by_seed(frame: pd.DataFrame) -> pd.DataFrame:
+    """ACMC (%) per (variant, seed): AC among the correct predictions (``correct``, or exact match ``em``
+    for SQuAD), :func:`attnlab.metrics.attention_confidence_model_correct`; NaN where none is correct."""
+    ok = "correct" if "correct" in frame else "em"
+    rows = [
+        {
+            "variant": v,
+            "seed": s,
+            "ACMC": attention_confidence_model_correct(g["mass"], g["true_prob"], g[ok].astype(bool)),
+        }
+        for (v, s), g in frame.groupby(["variant", "seed"], sort=False)
+    ]
+    return pd.DataFrame(rows)
+
+
+def squad_gate(squad: pd.DataFrame) -> Verdict | None:
+    """SQuAD's gate (no chance level): the baseline's pooled exact-match rate must have its 95% Wilson
+    interval above ``QA_FLOOR``; otherwise "not testable here: the baseline has not learned the task"."""
+    gate = gate_scores(*_pooled(squad[squad["variant"] == "baseline"], "em"), QA_FLOOR)
+    if gate is None:
+        return None
+    why = (
+        f"the baseline has not learned the task: exact match {gate.estimate:.3f} (95% interval "
+        f"{gate.low:.3f}-{gate.high:.3f}) is not above {QA_FLOOR:g}"
+    )
+    return replace(gate, why=why)
+
+
+def _pooled(frame: pd.DataFrame, column: str) -> tuple[list[int], list[int]]:
+    """Per variant: how many rows have ``column`` true, and how many rows there are."""
+    by = frame.groupby("variant", sort=False)[column]
+    return [int(v) for v in by.sum()], [int(v) for v in by.size()]
 
 
 def _sva(exp: QKSpeedExperiment, sva: pd.DataFrame) -> list[Claim]:
@@ -373,6 +477,7 @@ def _sva(exp: QKSpeedExperiment, sva: pd.DataFrame) -> list[Claim]:
         "attention on subject and verb rises (no number known)",
         "correct",
         "accuracy",
+        gate_scores(*_pooled(sva, "correct"), SVA_CHANCE),
     )
     acc = sva.groupby(["variant", "seed"])["correct"].mean().groupby(level=0).mean()
     claims.append(
@@ -408,7 +513,7 @@ def claims(
         *_fig3(fig3),
         *_fig4(exp, sims, fits),
         *_sva(exp, sva),
-        *_real_data(exp, squad, "SQuAD", "similar F1", "AC ~12 % -> ~43 %", "f1", "F1"),
+        *_real_data(exp, squad, "SQuAD", "similar F1", "AC ~12 % -> ~43 %", "f1", "F1", squad_gate(squad)),
         Claim(
             "HateXplain",
             "faster QK sharpens attention on rationale tokens at similar accuracy",

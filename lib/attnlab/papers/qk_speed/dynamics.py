@@ -322,13 +322,19 @@ def first_integral(sim: Simulation) -> np.ndarray:
 
 
 def fit_growth_laws(
-    sim: Simulation, late: float = 0.5, time: str = "t", loss_below: float | None = None, points: int = 200
+    sim: Simulation,
+    late: float = 0.5,
+    time: str = "t",
+    loss_below: float | None = None,
+    points: int = 200,
+    alpha_between: tuple[float, float] | None = None,
 ) -> pd.DataFrame:
     """Fit the growth laws over the late phase of a simulation.
 
     The late phase is the last ``late`` fraction of log(time) between time 1 and the end of the run
     (``time``: ``"t"``, the original time the theory speaks of, or ``"tau"``), so it does not depend on how
-    the trajectory was sampled (solver, step, thinning); or, with ``loss_below``, the part where the loss is
+    the trajectory was sampled (solver, step, thinning); with ``alpha_between``, only its points where alpha
+    lies in that range (``regime_fit``); or, with ``loss_below``, the part where the loss is
     <= it. The trajectory is resampled at ``points`` times evenly spaced in log t (steps evenly spaced in t
     would give the last decade almost all the weight).
 
@@ -344,10 +350,14 @@ def fit_growth_laws(
     keep = clock > 1
     if loss_below is not None:
         keep &= traj.loss <= loss_below
+    if alpha_between is not None:  # only the points of the late phase where alpha lies in this range
+        late_start = (1 - late) * np.log(clock[keep][-1]) if keep.any() else 0.0
+        keep &= (traj.alpha >= alpha_between[0]) & (traj.alpha <= alpha_between[1])
+        keep &= np.log(np.maximum(clock, np.finfo(float).tiny)) >= late_start
     log_t = np.log(clock[keep])
     if len(log_t) < 3:
         raise ValueError("the late phase needs >= 3 recorded points at times > 1")
-    if loss_below is None:  # measured from t = 1 (log t = 0), not from the first recorded point
+    if loss_below is None and alpha_between is None:  # measured from t = 1, not the first recorded point
         start = max((1 - late) * log_t[-1], log_t[0])
     else:
         start = log_t[0]
@@ -368,3 +378,48 @@ def fit_growth_laws(
              "log_t_from": float(grid[0]), "log_t_to": float(grid[-1])}
         )  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def stopping_values(sim: Simulation, thresholds: np.ndarray) -> pd.DataFrame:
+    """The authors' stopping-threshold curves (Fig. 4 notebook, ``stopping_value_vs_threshold``): for each
+    loss threshold L, the state at the first recorded point whose loss is <= L (NaN where never reached).
+    One row per threshold: ``threshold``, ``mu_ov``, ``mu_qk``, ``alpha``."""
+    traj = sim.trajectory
+    rows = []
+    for L in np.asarray(thresholds, dtype=float):
+        hit = np.flatnonzero(traj.loss <= L)
+        i = int(hit[0]) if hit.size else None
+        rows.append({
+            "threshold": float(L),
+            **{k: math.nan if i is None else float(getattr(traj, k)[i]) for k in ("mu_ov", "mu_qk", "alpha")},
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def regime_fit(sim: Simulation, late: float = 0.5, dominance: float = 2.0) -> dict[str, float | str]:
+    """The growth regime a run ends in, from the first integral (``first_integral``: m e^{mu_QK} + n mu_QK
+    grows like mu_OV^2, itself ~ log^2 t where mu_OV ~ log t). As mu_QK grows by d mu the two terms grow by
+    m e^{mu_QK} d mu and n d mu, a ratio q = m e^{mu_QK} / n = alpha / (1 - alpha). q at the end of the run
+    decides the regime: "n mu_QK" when q <= 1 / ``dominance`` (then mu_QK ~ log^2 t), "m e^mu_QK" when q >=
+    ``dominance`` (then e^{mu_QK} ~ log^2 t), otherwise "mixed". In a clear regime, mu_QK ~ log^2 t and
+    exp(mu_QK) ~ log^2 t are fitted over the points of the late phase (``fit_growth_laws``) where the same
+    regime holds; their R^2 (NaN for "mixed", or with fewer than 3 such points) and the window in log t."""
+    q_end = sim.alpha / (1 - sim.alpha) if sim.alpha < 1 else math.inf
+    edge = 1 / (1 + dominance)  # q <= 1 / dominance  <=>  alpha <= 1 / (1 + dominance)
+    regime = "n mu_QK" if q_end <= 1 / dominance else "m e^mu_QK" if q_end >= dominance else "mixed"
+    out: dict[str, float | str] = {"q_end": float(q_end), "regime": regime}
+    nan = {"r2 mu_QK ~ log^2 t": math.nan, "r2 exp(mu_QK) ~ log^2 t": math.nan, "log_t_from": math.nan,
+           "log_t_to": math.nan}  # fmt: skip
+    if regime == "mixed":
+        return out | nan
+    bounds = (0.0, edge) if regime == "n mu_QK" else (1 - edge, 1.0)
+    try:
+        fits = fit_growth_laws(sim, late=late, alpha_between=bounds).set_index("law")
+    except ValueError:  # fewer than 3 points in the regime
+        return out | nan
+    return out | {
+        "r2 mu_QK ~ log^2 t": float(fits.loc["mu_QK ~ log^2 t", "r2"]),
+        "r2 exp(mu_QK) ~ log^2 t": float(fits.loc["exp(mu_QK) ~ log^2 t", "r2"]),
+        "log_t_from": float(fits["log_t_from"].iloc[0]),
+        "log_t_to": float(fits["log_t_to"].iloc[0]),
+    }

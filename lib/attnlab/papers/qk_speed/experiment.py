@@ -26,6 +26,7 @@ from attnlab.errors import ParameterError
 from attnlab.metrics import attention_confidence, attention_mass, dtap_histogram, faithfulness
 from attnlab.model import GPT
 from attnlab.papers.experiment import PaperExperiment
+from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed import claims as paper_claims
 from attnlab.papers.qk_speed.batched import CircuitSpec, train_circuits
 from attnlab.papers.qk_speed.circuits import (
@@ -39,8 +40,10 @@ from attnlab.papers.qk_speed.dynamics import (
     Simulation,
     Trajectory,
     fit_growth_laws,
+    regime_fit,
     simulate,
     simulate_adaptive,
+    stopping_values,
 )
 from attnlab.papers.qk_speed.presets import PRESETS, SVA_ITEMS, CircuitRun, Preset, fig2_runs
 from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
@@ -63,6 +66,7 @@ from attnlab.training.cache import cached_result, result_path
 
 PAPER = "qk_speed"
 VARIANTS = ("baseline", "fast QK")  # real-data runs
+RATIO_INIT_LABELS = {"default": "QK at nn.Linear default", "identity": "QK at 1e-6 I"}
 
 _CIRCUIT_CODE = ("papers/qk_speed/circuits.py", "papers/qk_speed/synthetic.py")
 _BATCHED_CODE = (*_CIRCUIT_CODE, "papers/qk_speed/batched.py")
@@ -84,6 +88,8 @@ def circuit_spec(config: dict) -> tuple[CircuitSpec, dict]:
         qk_ramp=tuple(config["qk_ramp"]),
         seq_len=config["seq_len"],
         seed=config["seed"],
+        qk_init=config["qk_init"],
+        collapsed_init=config["collapsed_init"],
     )
     settings = {k: config[k] for k in ("batch_size", "batches_per_epoch", "max_epochs", "loss_stop")}
     return spec, settings
@@ -140,20 +146,22 @@ class QKSpeedExperiment(PaperExperiment):
 
     # Fig. 2 and the ratio sweep ----------------------------------------------------------------------------
 
-    def _circuit_config(
-        self, kind: str, lr_qk: float, lr_ov: float, qk_ramp, seq_len: int, seed: int
-    ) -> dict:
+    def _circuit_config(self, run: CircuitRun, lr_qk: float, seed: int) -> dict:
+        """A circuit run's cache config: ``run``'s parameterisation, initialisation, budget and early stop
+        (the preset's row-1 settings where ``run`` leaves them open), QK learning rate ``lr_qk``."""
         c = self.preset.circuits
         return dict(
-            kind=kind,
+            kind=run.kind,
             lr_qk=lr_qk,
-            lr_ov=lr_ov,
-            qk_ramp=list(qk_ramp),
-            seq_len=seq_len,
+            lr_ov=c.lr,
+            qk_ramp=list(run.qk_ramp),
+            seq_len=run.seq_len,
+            qk_init=run.qk_init,
+            collapsed_init=run.collapsed_init,
             batch_size=32,
-            batches_per_epoch=c.batches_per_epoch,
-            max_epochs=c.max_epochs,
-            loss_stop=c.loss_stop,
+            batches_per_epoch=run.batches_per_epoch or c.batches_per_epoch,
+            max_epochs=run.max_epochs or c.max_epochs,
+            loss_stop=c.loss_stop if run.early_stop else None,
             seed=seed,
             device=self.torch_device.type,  # trained there (train_circuits): float rounding differs by device
         )
@@ -174,19 +182,18 @@ class QKSpeedExperiment(PaperExperiment):
     def _fig2_jobs(self) -> list[tuple[CircuitRun, int, dict]]:
         c = self.preset.circuits
         return [
-            (
-                run,
-                seed,
-                self._circuit_config(run.kind, c.lr * run.qk_factor, c.lr, run.qk_ramp, run.seq_len, seed),
-            )
+            (run, seed, self._circuit_config(run, c.lr * run.qk_factor, seed))
             for run in fig2_runs(c)
             for seed in self.seeds
         ]
 
-    def _ratio_jobs(self) -> list[tuple[float, int, dict]]:
+    def _ratio_jobs(self) -> list[tuple[str, float, int, dict]]:
+        """(QK init, ratio, seed, config): FAFO at the row-1 budget for every ratio and QK initialisation."""
         c = self.preset.circuits
         return [
-            (ratio, seed, self._circuit_config("fafo", c.lr * ratio, c.lr, (1.0, 1.0), c.seq_len, seed))
+            (init, ratio, seed, self._circuit_config(run, c.lr * ratio, seed))
+            for init in c.ratio_inits
+            for run in [CircuitRun("FAFO", "fafo", seq_len=c.seq_len, qk_init=init)]
             for ratio in c.ratios
             for seed in self.seeds[: self.preset.ratio_seeds]
         ]
@@ -194,13 +201,15 @@ class QKSpeedExperiment(PaperExperiment):
     def _fig3_jobs(self) -> list[dict]:
         f = self.preset.fixed
         jobs = []
-        for factorised in (True, False):
-            for alpha in f.alphas:
-                other = alpha + f.step if alpha + f.step <= 1.0 else alpha - f.step
-                jobs.append(dict(
-                    alpha=alpha, other=other, factorised=factorised, epochs=f.epochs, lr=f.lr,
-                    batches_per_epoch=f.batches_per_epoch, eval_size=f.eval_size, seed=self.seeds[0],
-                ))  # fmt: skip
+        for protocol in f.protocols:
+            for factorised in (True, False):
+                for alpha in f.alphas:
+                    other = alpha + f.step if alpha + f.step <= 1.0 else alpha - f.step
+                    jobs.append(dict(
+                        alpha=alpha, other=other, factorised=factorised, epochs=f.epochs, lr=f.lr,
+                        batches_per_epoch=f.batches_per_epoch, eval_size=f.eval_size, seed=self.seeds[0],
+                        protocol=protocol,
+                    ))  # fmt: skip
         return jobs
 
     def circuit_steps(self) -> int:
@@ -295,19 +304,23 @@ class QKSpeedExperiment(PaperExperiment):
         )
         out = per_seed.groupby(level=0, sort=False).agg(["mean", "std"])
         out.columns = [f"{a}_{b}" for a, b in out.columns]
+        if key == "run":  # Fig. 2: what the authors' notebooks printed, beside ours (reference only)
+            out["authors' notebook"] = pd.Series(authors.fig2_column(out.index))
         return out
 
     def ratio_sweep(self) -> pd.DataFrame:
-        """FAFO at eta_QK / eta_OV = each ratio (eta_OV the shared LR): per (ratio, seed) the mean
-        distinct-token attention mass and the accuracy on held-out sequences."""
+        """FAFO at eta_QK / eta_OV = each ratio (eta_OV the shared LR), from each QK initialisation of the
+        preset (``ratio_inits``): per (init, ratio, seed) the mean distinct-token attention mass and the
+        accuracy on held-out sequences."""
         jobs = self._ratio_jobs()
         self._train_circuits()
         rows = []
-        for ratio, seed, cfg in jobs:
+        for init, ratio, seed, cfg in jobs:
             out = self._circuit(cfg)
             s = out["stats"]
             rows.append(
                 {
+                    "init": RATIO_INIT_LABELS[init],
                     "ratio": ratio,
                     "seed": seed,
                     "mass": float(s["distinct_mass"].mean()),
@@ -321,9 +334,10 @@ class QKSpeedExperiment(PaperExperiment):
     # Fig. 3 ------------------------------------------------------------------------------------------------
 
     def fig3(self) -> pd.DataFrame:
-        """Held-out loss per epoch with attention fixed at each alpha, factorised and collapsed OV, first
-        seed; ``fd`` is the finite difference (L(alpha) - L(alpha + d)) / d of the same model (backward
-        difference (L(alpha - d) - L(alpha)) / d at alpha = 1)."""
+        """Held-out loss per epoch with attention fixed at each alpha, factorised and collapsed OV, under each
+        protocol of the preset (``FixedSetup.protocols``), first seed; ``fd`` is the finite difference
+        (L(alpha) - L(alpha + d)) / d of the same model (backward difference (L(alpha - d) - L(alpha)) / d at
+        alpha = 1)."""
         f = self.preset.fixed
         jobs = self._fig3_jobs()
         self._prefetch("fixed_attention", _train_fixed, jobs)
@@ -336,6 +350,7 @@ class QKSpeedExperiment(PaperExperiment):
             for epoch, (lv, d) in enumerate(zip(loss, fd, strict=True)):
                 rows.append(
                     {
+                        "protocol": config["protocol"],
                         "ov": "factorised" if config["factorised"] else "collapsed",
                         "alpha": alpha,
                         "epoch": epoch,
@@ -384,6 +399,22 @@ class QKSpeedExperiment(PaperExperiment):
         return pd.DataFrame([s.summary() for s in sims.values()]).set_index("r")
 
     @staticmethod
+    def final_values_with_authors(sims: dict[float, Simulation]) -> pd.DataFrame:
+        """``final_values`` with the authors' printed end state beside ours (``authors.FIG4_END_STATES``:
+        their notebook's output, reference only)."""
+        final = QKSpeedExperiment.final_values(sims)[["mu_ov", "mu_qk", "alpha", "loss", "tau"]]
+        return final.assign(**{"authors' notebook": pd.Series(authors.fig4_column(final.index))})
+
+    @staticmethod
+    def stopping_curves(sims: dict[float, Simulation]) -> pd.DataFrame:
+        """The authors' stopping-threshold curves for every r (``dynamics.stopping_values`` at their 50
+        thresholds, ``authors.STOP_THRESHOLDS``), one row per (r, threshold)."""
+        t = authors.STOP_THRESHOLDS
+        thresholds = np.logspace(np.log10(t["high"]), np.log10(t["low"]), t["count"])
+        frames = [stopping_values(s, thresholds).assign(r=r) for r, s in sims.items()]
+        return pd.concat(frames, ignore_index=True)
+
+    @staticmethod
     def growth_fits(sims: dict[float, Simulation], late: float = 0.5) -> pd.DataFrame:
         """``fit_growth_laws`` over the last half (in log t) of every run, one row per (r, law)."""
         frames = [fit_growth_laws(s, late=late).assign(r=r) for r, s in sims.items()]
@@ -406,6 +437,19 @@ class QKSpeedExperiment(PaperExperiment):
             "mu_QK ~ log^2 t",
         )
         return out
+
+    @staticmethod
+    def growth_regimes(sims: dict[float, Simulation]) -> pd.DataFrame:
+        """Per r: the regime of the first integral at the end of the run, the two log^2 t fits where it holds
+        (``dynamics.regime_fit``) and the verdict of ``claims.verdict_growth_regime``."""
+        rows = []
+        for r, sim in sims.items():
+            fit = regime_fit(sim, dominance=paper_claims.DOMINANCE)
+            verdict = paper_claims.verdict_growth_regime(
+                str(fit["regime"]), fit["r2 mu_QK ~ log^2 t"], fit["r2 exp(mu_QK) ~ log^2 t"]
+            )
+            rows.append({"r": r, **fit, "verdict": verdict.word})
+        return pd.DataFrame(rows).set_index("r")
 
     # SVA ---------------------------------------------------------------------------------------------------
 
@@ -477,10 +521,12 @@ class QKSpeedExperiment(PaperExperiment):
         return pd.concat(frames, ignore_index=True)
 
     def real_summary(self, frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-        """Per variant: mean and std over seeds of the per-seed means of ``columns``, and of AC (%); flat
+        """Per variant: mean and std over seeds of the per-seed means of ``columns``, and of AC and ACMC (%,
+        ``claims.acmc_by_seed``); flat
         columns ``<metric>_mean``, ``<metric>_std``."""
         per_seed = frame.groupby(["variant", "seed"], sort=False)[columns].mean()
         per_seed = per_seed.join(self.ac_by_seed(frame).set_index(["variant", "seed"]))
+        per_seed = per_seed.join(paper_claims.acmc_by_seed(frame).set_index(["variant", "seed"]))
         out = per_seed.groupby(level=0, sort=False).agg(["mean", "std"])
         out.columns = [f"{a}_{b}" for a, b in out.columns]
         return out

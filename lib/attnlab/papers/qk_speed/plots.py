@@ -137,24 +137,32 @@ def growth_laws(sims: dict, fits: pd.DataFrame) -> plt.Figure:
 
 def ratio_sweep(ratio: pd.DataFrame) -> plt.Figure:
     """Final attention mass on distinct tokens and accuracy vs eta_QK / eta_OV (FAFO), mean ± std over
-    seeds."""
+    seeds, one line per QK initialisation (``init``)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.6))
-    sns.lineplot(data=ratio, x="ratio", y="mass", marker="o", errorbar="sd", ax=left, color="#4c72b0")
-    left.set(
-        xscale="log",
-        xlabel="eta_QK / eta_OV",
-        ylabel="attention mass on distinct tokens",
-        title="attention (held-out)",
-        ylim=(0, 1),
-    )
-    sns.lineplot(data=ratio, x="ratio", y="accuracy", marker="o", errorbar="sd", ax=right, color="#dd8452")
-    right.set(
-        xscale="log",
-        xlabel="eta_QK / eta_OV",
-        ylabel="accuracy (fraction)",
-        title="accuracy (held-out)",
-        ylim=(0, 1.02),
-    )
+    panels = ((left, "mass", "attention mass on distinct tokens"), (right, "accuracy", "accuracy"))
+    for ax, y, label in panels:
+        sns.lineplot(data=ratio, x="ratio", y=y, hue="init", style="init", marker="o", errorbar="sd", ax=ax)
+        ax.set(xscale="log", xlabel="eta_QK / eta_OV", ylabel=label, title=f"{label} (held-out)")
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize=8, title="FAFO init")
+    fig.tight_layout()
+    return fig
+
+
+def stopping_thresholds(curves: pd.DataFrame) -> plt.Figure:
+    """The authors' stopping-threshold plots (Fig. 4 notebook): mu_OV, mu_QK and alpha at the first point
+    where the loss is <= each threshold, thresholds decreasing left to right (log axis), one line per r."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    rs = list(dict.fromkeys(curves["r"]))
+    colors = sns.color_palette("viridis", len(rs))
+    for r, color in zip(rs, colors, strict=True):
+        sub = curves[curves["r"] == r]
+        for ax, col in zip(axes, ("mu_ov", "mu_qk", "alpha"), strict=True):
+            ax.plot(sub["threshold"], sub[col], marker="o", markersize=3, color=color, label=f"r = {r:g}")
+    for ax, label in zip(axes, ("mu_OV at stop", "mu_QK at stop", "alpha at stop"), strict=True):
+        ax.set(xscale="log", xlabel="stopping loss threshold", ylabel=label, title=label)
+        ax.invert_xaxis()
+    axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig
 

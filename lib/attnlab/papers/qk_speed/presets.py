@@ -27,7 +27,14 @@ class CircuitSetup:
     epoch loss <= 1e-3). ``lr`` is the shared learning rate; the faster-QK runs raise only the QK circuit's:
     FAFO by ``fast_fafo`` (paper: eta_QK 0.2 vs eta_OV 0.01, x20), CACO by ``fast_caco`` (key LR 0.05 vs
     0.01, x5), the ramps linearly x1 -> x``ramp_fafo`` (40) / x``ramp_caco`` (10) over the planned steps.
-    CACO's faster-QK runs use sequences of ``caco_seq_len`` (128)."""
+    CACO's faster-QK runs use sequences of ``caco_seq_len`` (128).
+
+    Budgets per run, as the authors' notebooks set them (``authors.PROTOCOL``): row 1 trains up to
+    ``max_epochs`` x ``batches_per_epoch`` steps (paper: 2500 x 250) with the early stop; FAFO QK x20 up to
+    ``fast_epochs`` x ``fast_batches_per_epoch`` (1000 x 100) with the early stop; the FAFO ramp and the three
+    CACO L128 runs ``long_epochs`` x ``fast_batches_per_epoch`` (2000 x 100) without it (the authors comment
+    the early stop out). ``ratio_inits``: the QK initialisations of the ratio sweep ("default": nn.Linear's,
+    as the authors' row-1 FAFO; "identity": 1e-6 I, as their faster-QK runs)."""
 
     lr: float
     batches_per_epoch: int
@@ -41,11 +48,19 @@ class CircuitSetup:
     seq_len: int = 64
     caco_seq_len: int = 128
     ratios: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 20.0)  # eta_QK / eta_OV, FAFO
+    fast_epochs: int = 1000
+    long_epochs: int = 2000
+    fast_batches_per_epoch: int = 100
+    ratio_inits: tuple[str, ...] = ("default", "identity")
 
 
 @dataclass(frozen=True)
 class FixedSetup:
-    """Fig. 3: attention fixed at alpha, only OV trained (paper: SGD 1e-2, 500 epochs of 250 batches)."""
+    """Fig. 3: attention fixed at alpha, only OV trained (paper: SGD 1e-2, 500 epochs of 250 batches), under
+    each of ``protocols``: "ours" (random batches of 32, query token last, one held-out set, collapsed OV
+    without bias) and "authors" (their notebooks: balanced batches of 32 per class, label token before the
+    query token, a fresh held-out set at every evaluation, collapsed OV with its bias;
+    ``train_fixed_attention``)."""
 
     alphas: tuple[float, ...]
     epochs: int
@@ -53,6 +68,7 @@ class FixedSetup:
     lr: float
     eval_size: int
     step: float = 0.005  # the finite difference's delta alpha
+    protocols: tuple[str, ...] = ("ours", "authors")
 
 
 @dataclass(frozen=True)
@@ -74,7 +90,9 @@ SVA_ITEMS = 500  # Linzen et al. items in BIG-bench
 @dataclass(frozen=True)
 class SVASetup:
     """Subject-verb agreement: the paper's 1-layer model, SGD momentum 0.99, LR 5e-4, QK (and embeddings)
-    x100, 15 epochs; ``limit`` items (None: all 500); faithfulness at the top ``topk`` fraction."""
+    x100, 15 epochs; ``limit`` items (None: all 500); faithfulness at the top ``topk`` fraction (5 %,
+    the authors' k for comprehensiveness and sufficiency, as the review of their SVA notebooks in issue 16
+    reports)."""
 
     model: GPTConfig
     epochs: int = 15
@@ -83,7 +101,7 @@ class SVASetup:
     momentum: float = 0.99
     qk_scale: float = 100.0
     limit: int | None = None
-    topk: float = 0.2
+    topk: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -173,7 +191,15 @@ PRESETS: dict[str, Preset] = {
     "smoke": Preset(
         seeds=(1234, 1235),
         circuits=CircuitSetup(
-            lr=1.0, batches_per_epoch=20, max_epochs=4, loss_stop=1e-3, eval_size=256, ratios=(1.0, 20.0)
+            lr=1.0,
+            batches_per_epoch=20,
+            max_epochs=4,
+            loss_stop=1e-3,
+            eval_size=256,
+            ratios=(1.0, 20.0),
+            fast_epochs=2,
+            long_epochs=3,
+            fast_batches_per_epoch=20,
         ),
         ratio_seeds=1,
         fixed=FixedSetup(alphas=(0.2, 0.6, 1.0), epochs=4, batches_per_epoch=20, lr=0.4, eval_size=256),
@@ -203,6 +229,8 @@ PRESETS: dict[str, Preset] = {
             loss_stop=1e-3,
             eval_size=2000,
             ratios=(0.5, 1.0, 2.0, 5.0, 10.0, 20.0),
+            fast_epochs=10,  # lr x steps 10 x 100 x 1.0 = 1000, the authors' 1000 x 100 x 1e-2
+            long_epochs=20,  # 2000, the authors' 2000 x 100 x 1e-2
         ),
         ratio_seeds=2,
         fixed=FixedSetup(
@@ -259,27 +287,67 @@ class CircuitRun:
     qk_factor: float = 1.0  # eta_QK = qk_factor x the shared LR
     qk_ramp: tuple[float, float] = (1.0, 1.0)
     seq_len: int = 64
+    qk_init: str | None = None  # None: by form (factorised 1e-6 I, collapsed nn.Linear's default)
+    collapsed_init: str = "default"  # collapsed matrices: nn.Linear's; FACO row 1: 1e-6 I (authors' Net_p2)
+    max_epochs: int | None = None  # None: the preset's max_epochs and batches_per_epoch (row 1)
+    batches_per_epoch: int | None = None
+    early_stop: bool = True  # stop at the preset's loss_stop
+
+    @property
+    def init_label(self) -> str:
+        """The QK initialisation in words, for the notebook's table of runs."""
+        collapsed = "1e-6 I" if self.collapsed_init == "identity" else "nn.Linear default"
+        if self.kind == "fafo":
+            qk = "nn.Linear default" if self.qk_init == "default" else "1e-6 I"
+            return f"W_Q, W_K: {qk}; W_V, W_O: 1e-6 I"
+        qk = "W_Q, W_K: 1e-6 I" if self.kind == "faco" else f"W_QK: {collapsed}"
+        ov = "W_V, W_O: 1e-6 I" if self.kind == "cafo" else f"W_OV: {collapsed}"
+        return f"{qk}; {ov}"
 
 
 def fig2_runs(c: CircuitSetup) -> list[CircuitRun]:
-    """Row 1: the four parameterisations at the shared LR; row 2: faster QK (a constant ratio, ramps)."""
+    """Row 1: the four parameterisations at the shared LR (FAFO's QK circuit at nn.Linear's default, as the
+    authors' ``Net_p1``); row 2: faster QK (a constant ratio, ramps) with the authors' budgets and early-stop
+    settings (class docstring of ``CircuitSetup``)."""
+    fast = dict(max_epochs=c.fast_epochs, batches_per_epoch=c.fast_batches_per_epoch)
+    long = dict(max_epochs=c.long_epochs, batches_per_epoch=c.fast_batches_per_epoch, early_stop=False)
+    L = c.caco_seq_len
     return [
-        *(CircuitRun(k.upper(), k, seq_len=c.seq_len) for k in KINDS),
-        CircuitRun(f"FAFO QK x{c.fast_fafo:g}", "fafo", c.fast_fafo, seq_len=c.seq_len),
+        CircuitRun("FAFO", "fafo", seq_len=c.seq_len, qk_init="default"),  # Net_p1
+        CircuitRun("FACO", "faco", seq_len=c.seq_len, collapsed_init="identity"),  # Net_p2
+        CircuitRun("CAFO", "cafo", seq_len=c.seq_len),
+        CircuitRun("CACO", "caco", seq_len=c.seq_len),
+        CircuitRun(f"FAFO QK x{c.fast_fafo:g}", "fafo", c.fast_fafo, seq_len=c.seq_len, **fast),
         CircuitRun(
-            f"FAFO QK ramp x1-x{c.ramp_fafo:g}", "fafo", qk_ramp=(1.0, c.ramp_fafo), seq_len=c.seq_len
+            f"FAFO QK ramp x1-x{c.ramp_fafo:g}", "fafo", qk_ramp=(1.0, c.ramp_fafo), seq_len=c.seq_len, **long
         ),
-        CircuitRun(f"CACO L{c.caco_seq_len}", "caco", seq_len=c.caco_seq_len),
+        CircuitRun(f"CACO L{L}", "caco", seq_len=L, **long),
+        CircuitRun(f"CACO L{L} QK x{c.fast_caco:g}", "caco", c.fast_caco, seq_len=L, **long),
         CircuitRun(
-            f"CACO L{c.caco_seq_len} QK x{c.fast_caco:g}", "caco", c.fast_caco, seq_len=c.caco_seq_len
+            f"CACO L{L} QK ramp x1-x{c.ramp_caco:g}", "caco", qk_ramp=(1.0, c.ramp_caco), seq_len=L, **long
         ),
-        CircuitRun(
-            f"CACO L{c.caco_seq_len} QK ramp x1-x{c.ramp_caco:g}",
-            "caco",
-            qk_ramp=(1.0, c.ramp_caco),
-            seq_len=c.caco_seq_len,
-        ),
-    ]
+    ]  # fmt: skip
+
+
+def runs_table(c: CircuitSetup) -> pd.DataFrame:
+    """The Fig. 2 runs of a preset: learning rates, budget, early stop and initialisation, one row per run,
+    with the authors' protocol beside it where their notebooks were read (``authors.PROTOCOL``, reference
+    only: its source cell in ``authors``)."""
+    from attnlab.papers.qk_speed.authors import PROTOCOL
+
+    rows = []
+    for run in fig2_runs(c):
+        ramp = f", ramp x{run.qk_ramp[0]:g}-x{run.qk_ramp[1]:g}" if run.qk_ramp != (1.0, 1.0) else ""
+        rows.append({
+            "run": run.label,
+            "eta_QK / eta_OV": f"{run.qk_factor:g}{ramp}",
+            "budget (epochs x batches)": f"{run.max_epochs or c.max_epochs} x "
+            f"{run.batches_per_epoch or c.batches_per_epoch}",
+            "early stop": f"loss <= {c.loss_stop:g}" if run.early_stop and c.loss_stop else "off",
+            "init": run.init_label,
+            "authors' notebook": _authors_protocol(PROTOCOL, run.label),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("run")
 
 
 def preset_table(preset: Preset) -> pd.DataFrame:
@@ -313,3 +381,12 @@ def preset_table(preset: Preset) -> pd.DataFrame:
         },
     ]
     return pd.DataFrame(rows).set_index("setting")
+
+
+def _authors_protocol(protocol: dict, label: str) -> str:
+    """The authors' budget, early stop and init of the run ``label`` ("not read": no notebook cell read)."""
+    if label not in protocol:
+        return "not read"
+    p = protocol[label]
+    stop = "early stop" if p.early_stop else "no early stop"
+    return f"{p.epochs} x {p.batches_per_epoch}, LR QK {p.lr_qk} / OV {p.lr_ov:g}, {stop}; {p.init}"

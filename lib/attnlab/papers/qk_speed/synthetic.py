@@ -55,6 +55,9 @@ def class_distributions() -> torch.Tensor:
     return weights / weights.sum(-1, keepdim=True)
 
 
+_DISTRIBUTIONS = class_distributions()  # read-only: the samplers index it (a copy) instead of rebuilding it
+
+
 @dataclass(frozen=True)
 class SyntheticBatch:
     """One batch of the synthetic task. B sequences of length L; the model sees T = L - 1 tokens.
@@ -97,13 +100,36 @@ def sample_batch(
         classes = torch.as_tensor(classes, dtype=torch.long)
         if classes.shape != (batch_size,) or classes.min() < 0 or classes.max() >= N_CLASSES:
             raise ValueError(f"classes must be {batch_size} values in 0..{N_CLASSES - 1}")
-    probs = class_distributions()[classes]  # (B, V)
+    probs = _DISTRIBUTIONS[classes]  # (B, V)
     context = torch.multinomial(probs, seq_len - 2, replacement=True, generator=generator)  # (B, L-2)
     query = torch.tensor(QUERY_TOKENS)[classes]
     inputs = torch.cat([context, query[:, None]], dim=1)  # (B, T)
     return SyntheticBatch(
         inputs=inputs,
         targets=torch.tensor(LABEL_TOKENS)[classes],
+        classes=classes,
+        distinct=inputs >= N_COMMON,
+    )
+
+
+def sample_balanced_batch(
+    per_class: int, seq_len: int = 64, generator: torch.Generator | None = None
+) -> SyntheticBatch:
+    """The authors' Fig. 3 batches (``Fig-3_Fixed-Self-Attention-Experiments_*.ipynb``, cell 1,
+    ``generate_data``): ``per_class`` sequences of every class (4 x ``per_class`` in all, shuffled), each
+    L - 2 context tokens followed by the class's *label* token and then its *query* token; the model sees all
+    but the last token, so its input ends with the label token and its target is the query token 5 + c."""
+    if seq_len < 3:
+        raise ValueError(f"seq_len must be >= 3 (context, label, query), got {seq_len}")
+    classes = torch.arange(N_CLASSES).repeat_interleave(per_class)
+    classes = classes[torch.randperm(len(classes), generator=generator)]
+    probs = _DISTRIBUTIONS[classes]  # (B, V)
+    context = torch.multinomial(probs, seq_len - 2, replacement=True, generator=generator)  # (B, L-2)
+    label = torch.tensor(LABEL_TOKENS)[classes]
+    inputs = torch.cat([context, label[:, None]], dim=1)  # (B, T): context, then the label token
+    return SyntheticBatch(
+        inputs=inputs,
+        targets=torch.tensor(QUERY_TOKENS)[classes],
         classes=classes,
         distinct=inputs >= N_COMMON,
     )
