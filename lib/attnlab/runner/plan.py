@@ -1,5 +1,6 @@
 """What a scale costs before it runs: every model each notebook trains at a scale, with its tokens and
-training FLOPs, and the hours they take at a stated sustained throughput.
+training FLOPs, the epochs of its corpus and tokens per parameter, and the hours they take at a stated
+sustained throughput.
 
     python -m attnlab.runner.plan --scale gpu                       # at 30 % of an H100's dense bf16 peak
     python -m attnlab.runner.plan --scale paper --gpus 64 --mfu 0.4 --notebooks xsa sd_routing
@@ -8,7 +9,9 @@ FLOPs are PaLM's count (appendix B): 6 x the matmul parameters per token plus 12
 per layer for the attention scores and mix. Only training is counted: evaluation, the analyses and the
 pretrained models' forward passes (contribution weights) are left out. The hours assume the throughput given;
 measure yours with ``make gpu-check`` (its MFU column) and pass it as ``--mfu``. A run that two experiments
-share (same model, training and data) is trained once and counted once.
+share (same model, training and data) is trained once and counted once. A run that trains on more tokens
+than its corpus's train split holds (more than one epoch: it memorises rather than pretrains) is warned
+about; a corpus that is not built yet (token shards) has no size, and says so.
 
 QK-speed's circuit and fixed-attention runs train on the CPU, one core each: they are counted in SGD steps
 (at most; circuit runs stop early at their loss target) and core-hours at ``--circuit-ms`` per step.
@@ -20,16 +23,19 @@ import argparse
 import functools
 import importlib
 import json
+import math
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 import torch
 
+from attnlab.data import corpora, shards
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers import PAPERS
 from attnlab.runner.params import SCALES
-from attnlab.training.cache import RunSpec, spec_dict
+from attnlab.training.cache import RunSpec, corpus_tokens, spec_dict
 
 H100_BF16_TFLOPS = 989.0  # dense, no sparsity
 # One FAFO circuit step (batch 32, 64 tokens) on one core of this project's 2-core test machine: 2.0 ms, the
@@ -56,21 +62,35 @@ def flops_per_token(cfg: GPTConfig, seq_len: int) -> float:
 @dataclass(frozen=True)
 class PlannedRun:
     """One training run: its model, context length and the tokens it trains on; ``key`` identifies it (runs
-    with equal keys are the same cached run)."""
+    with equal keys are the same cached run); ``corpus`` is what it trains on (None: not a corpus of
+    :mod:`attnlab.training.cache`, e.g. a task's items)."""
 
     model: GPTConfig
     seq_len: int
     tokens: int
     key: str
+    corpus: str | None = None
 
     @classmethod
     def from_spec(cls, spec: RunSpec) -> PlannedRun:
         t = spec.train
-        return cls(spec.model, t.seq_len, t.steps * t.batch_size * t.seq_len, json.dumps(spec_dict(spec)))
+        tokens = t.steps * t.batch_size * t.seq_len
+        return cls(spec.model, t.seq_len, tokens, json.dumps(spec_dict(spec)), spec.corpus)
 
     @property
     def flops(self) -> float:
         return self.tokens * flops_per_token(self.model, self.seq_len)
+
+
+@functools.cache
+def corpus_train_tokens(corpus: str) -> int | None:
+    """Tokens in the train split of ``corpus`` (a corpus name, read once, or a folder of token shards, from
+    its ``shards.json``); None for a shard folder not built yet."""
+    if corpus in corpora.corpus_names():
+        return len(corpus_tokens(corpus)["train"])
+    if not (Path(corpus) / shards.META).is_file():
+        return None
+    return sum(f["tokens"] for f in shards.read_meta(Path(corpus))["splits"]["train"])
 
 
 def notebook_runs(notebook: str, scale: str) -> dict[str, PlannedRun]:
@@ -98,7 +118,8 @@ def describe(runs: dict[str, PlannedRun], circuit_steps: int = 0) -> str:
 
 def plan(scale: str, notebooks: list[str]) -> pd.DataFrame:
     """One row per distinct training run: notebook, run, params (millions, without embeddings), tokens
-    (millions) and PFLOPs."""
+    (millions), PFLOPs, its corpus, the epochs of that corpus's train split it trains for (NaN where the
+    corpus is not built or the run has none) and its tokens per parameter."""
     rows, seen = [], set()
     for notebook in notebooks:
         for label, run in notebook_runs(notebook, scale).items():
@@ -106,11 +127,29 @@ def plan(scale: str, notebooks: list[str]) -> pd.DataFrame:
                 continue
             seen.add(run.key)
             params = _non_embedding_params(run.model)
+            have = corpus_train_tokens(run.corpus) if run.corpus else None
             rows.append({
                 "notebook": notebook, "run": label, "params_M": params / 1e6, "tokens_M": run.tokens / 1e6,
-                "PFLOPs": run.flops / 1e15,
+                "PFLOPs": run.flops / 1e15, "corpus": run.corpus,
+                "epochs": run.tokens / have if have else math.nan, "tokens_per_param": run.tokens / params,
             })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def epoch_warnings(runs: pd.DataFrame) -> list[str]:
+    """One line per notebook and corpus whose runs train for more than one epoch (the most epochs and how
+    many runs), and one per corpus whose size is unknown because it is not built."""
+    lines = []
+    for (notebook, corpus), g in runs.dropna(subset=["corpus"]).groupby(["notebook", "corpus"], sort=False):
+        over = g[g["epochs"] > 1]
+        if len(over):
+            lines.append(
+                f"warning: {len(over)} of {len(g)} {notebook} runs train for more than one epoch of {corpus} "
+                f"(up to {over['epochs'].max():.3g} epochs): they memorise it rather than pretrain"
+            )
+        if g["epochs"].isna().all():
+            lines.append(f"note: {corpus} is not built, so the epochs of {notebook}'s runs are unknown")
+    return lines
 
 
 def circuit_steps(scale: str, notebooks: list[str] | None = None) -> int:
@@ -126,6 +165,9 @@ def summary(runs: pd.DataFrame, tflops: float, mfu: float, gpus: int) -> pd.Data
     )
     out["tokens_B"] /= 1e3
     out.loc["total"] = out.sum()
+    if "epochs" in runs:
+        out["max_epochs"] = runs.groupby("notebook", sort=False)["epochs"].max()
+        out.loc["total", "max_epochs"] = runs["epochs"].max()
     out["hours"] = out["PFLOPs"] * 1e15 / (gpus * tflops * 1e12 * mfu) / 3600
     return out
 
@@ -153,12 +195,14 @@ def main(argv: list[str] | None = None) -> int:
         "display.width", 120, "display.max_rows", None, "display.float_format", "{:,.3g}".format
     ):
         if args.runs:
-            print(runs.to_string(index=False), end="\n\n")
+            print(runs.drop(columns="corpus").to_string(index=False), end="\n\n")
         print(
             f"scale {args.scale}: training only, at {args.mfu:.0%} of {args.tflops:g} TFLOP/s on "
             f"{args.gpus} device(s)"
         )
         print(summary(runs, args.tflops, args.mfu, args.gpus).to_string())
+    for line in epoch_warnings(runs):
+        print(line)
     steps = circuit_steps(args.scale, args.notebooks)
     if steps:
         core_h = steps * args.circuit_ms / 1e3 / 3600

@@ -42,3 +42,38 @@ def cache_bytes_per_sequence(cfg: GPTConfig, seq_len: int) -> int:
     attention pattern (H, T, T) and its q, k, v, y and z (H, T, head dim each, at most)."""
     per_layer = cfg.n_head * seq_len * (seq_len + 5 * max(cfg.layer_head_dims))
     return 4 * cfg.n_layer * per_layer
+
+
+@torch.no_grad()
+def attention_to_sinks_by_layer(model: GPT, tokens: torch.Tensor, batch_size: int = 32) -> pd.DataFrame:
+    """Fig. 6, measured: for every layer, the attention mass the real tokens put on the model's learned sink
+    tokens (summed over the sinks) and on the first real token, averaged over real query positions i >= 1
+    (position 0 is left out: without sinks it can attend only to itself), heads and sequences ``tokens``
+    (N, T). Beside each, the mass uniform causal attention would give: n_sink / (n_sink + i + 1) and
+    1 / (n_sink + i + 1). One row per layer."""
+    model.eval()
+    device = next(model.parameters()).device
+    S = model.cfg.n_sink
+    fits = int(8 * 2**30 // cache_bytes_per_sequence(model.cfg, tokens.shape[1] + S))
+    batch_size = max(1, min(batch_size, fits))
+    sums: dict[int, torch.Tensor] = {}
+    for start in range(0, len(tokens), batch_size):
+        _, cache = model.run_with_cache(tokens[start : start + batch_size].to(device))
+        for layer, captured in enumerate(cache):
+            real = captured["pattern"][:, :, S + 1 :].float()  # (B, H, T - 1, S + T): queries i >= 1
+            masses = torch.stack((real[..., :S].sum(-1), real[..., S]))  # (2, B, H, T - 1)
+            sums[layer] = sums.get(layer, 0) + masses.mean(-1).sum((1, 2)).cpu()  # (2,)
+    model.train()
+    T = tokens.shape[1]
+    keys = S + torch.arange(1, T, dtype=torch.float64) + 1  # keys seen by real query i >= 1
+    heads = model.cfg.n_head
+    return pd.DataFrame(
+        {
+            "layer": layer,
+            "sink_mass": float(total[0]) / (len(tokens) * heads),
+            "first_mass": float(total[1]) / (len(tokens) * heads),
+            "sink_uniform": float((S / keys).mean()),
+            "first_uniform": float((1 / keys).mean()),
+        }
+        for layer, total in sums.items()
+    )

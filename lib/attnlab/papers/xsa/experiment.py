@@ -8,20 +8,25 @@ The notebook ``notebooks/xsa.ipynb`` calls ``configure`` with its parameters, th
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pandas as pd
 import torch
 
+from attnlab.data import shards
 from attnlab.data.tasks import TASKS, accuracy, load_task
+from attnlab.errors import ParameterError
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.papers.xsa.claims import claims as xsa_claims
-from attnlab.papers.xsa.diagnostics import similarity_bias_by_layer
-from attnlab.papers.xsa.presets import PAPER_TABLE1, PRESETS, Preset
+from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
+from attnlab.papers.xsa.presets import GPU_CORPUS, GPU_CORPUS_COMMAND, PAPER_TABLE1, PRESETS, Preset
 from attnlab.runner.claims import Claim
 from attnlab.runner.params import check_device, check_scale, check_seeds, check_subset
 from attnlab.runner.plan import PlannedRun
+from attnlab.runner.stats import binomial_interval
 from attnlab.tools.benchmark import block_costs
 from attnlab.training.cache import (
     RunSpec,
@@ -30,12 +35,14 @@ from attnlab.training.cache import (
     corpus_parameter,
     corpus_tokenizer,
     corpus_tokens,
+    resolve_corpus,
 )
 from attnlab.training.launch import launch
 from attnlab.training.trainer import TrainResult, validation_windows
 
 PAPER = "xsa"
 KINDS = ("sa", "xsa")
+CONTROLS = ("xsa-random", "xsa-prev")  # XSA's controls (not in the paper): other rank-1 projections
 
 Runs = dict[tuple, TrainResult]
 
@@ -45,6 +52,46 @@ def _final_losses(run: TrainResult) -> dict[str, float]:
     h = run.history
     last_interval = h["val_step"][-1] - h["val_step"][-2]
     return {"train": statistics.fmean(h["train_loss"][-last_interval:]), "validation": h["val_loss"][-1]}
+
+
+def best_lr(grid: pd.DataFrame) -> float:
+    """The grid's best learning rate for SA (final validation loss, mean over seeds): XSA reuses it."""
+    sa = grid[grid["kind"] == "sa"].groupby("lr")["validation"].mean()
+    return float(sa.idxmin())
+
+
+def next_lr(lrs: Sequence[float], best: float) -> float | None:
+    """The learning rate that extends grid ``lrs`` past the edge where ``best`` lies, one geometric step
+    beyond it (the step between the edge and its neighbour); None when ``best`` is interior or the grid has
+    fewer than two points."""
+    grid = sorted(lrs)
+    if len(grid) < 2 or grid[0] < best < grid[-1]:
+        return None
+    if best == grid[0]:
+        return grid[0] * grid[0] / grid[1]
+    return grid[-1] * grid[-1] / grid[-2]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A size's learning-rate search (Fig. 4): final losses of SA and XSA (``frame``: kind, seed, lr, train,
+    validation), the best SA rate, and the rates added beyond the preset's grid."""
+
+    size: str
+    frame: pd.DataFrame
+    best: float
+    added: tuple[float, ...]
+    exhausted: bool  # the best rate is still at an edge after every allowed extension
+
+    @property
+    def note(self) -> str:
+        lrs = ", ".join(f"{x:g}" for x in sorted(self.frame["lr"].unique()))
+        text = f"{self.size}: best SA learning rate of the grid [{lrs}]: {self.best:g}"
+        if self.added:
+            text += f" (grid extended by {', '.join(f'{x:g}' for x in self.added)})"
+        if self.exhausted:
+            text += " (an edge of the grid: the optimum may lie beyond it)"
+        return text
 
 
 @dataclass(frozen=True)
@@ -60,11 +107,32 @@ class XSAExperiment(PaperExperiment):
     def _train(self, spec: RunSpec, label: str) -> TrainResult:
         return launch(spec, device=self.device, label=label, micro_tokens=self.preset.micro_tokens)
 
-    # Table 1 and Fig. 3 -------------------------------------------------------------------------------
-
-    def spec(self, size: str, kind: str, seed: int) -> RunSpec:
+    def spec(
+        self,
+        size: str,
+        kind: str,
+        seed: int,
+        lr: float | None = None,
+        seq_len: int | None = None,
+        n_sink: int = 0,
+    ) -> RunSpec:
+        """A run of ``size`` (its preset learning rate unless ``lr``). ``seq_len`` (Fig. 5) changes the
+        training length with the tokens per batch held fixed; ``n_sink`` (Fig. 6) adds learned sinks. At the
+        base length without sinks this is the Fig. 3 run, so the sweeps share it through the cache."""
         s = self.preset.sizes[size]
-        return RunSpec(replace(s.model, attn=kind), replace(s.train, seed=seed), self.preset.corpus)
+        seq = seq_len or s.train.seq_len
+        tokens = s.train.batch_size * s.train.seq_len
+        model = replace(s.model, attn=kind, n_sink=n_sink, block_size=max(s.model.block_size, seq))
+        train = replace(
+            s.train, seed=seed, lr=lr or s.train.lr, seq_len=seq, batch_size=max(1, tokens // seq)
+        )
+        return RunSpec(model, train, self.preset.corpus)
+
+    def kinds(self, size: str) -> tuple[str, ...]:
+        """SA and XSA, and XSA's controls at the preset's control sizes."""
+        return KINDS + (CONTROLS if size in self.preset.control_sizes else ())
+
+    # Table 1 ------------------------------------------------------------------------------------------
 
     def config_table(self) -> pd.DataFrame:
         """Table 1: each size of this scale beside the paper's three models (parameters without embeddings;
@@ -83,42 +151,125 @@ class XSAExperiment(PaperExperiment):
         return pd.DataFrame(rows).set_index("model")
 
     def check_data(self) -> None:
-        """The corpus exists, with no more token ids than the models' vocabulary."""
-        sizes = [self.preset.sizes[name] for name in self.sizes] + [self.preset.sweep.size]
-        check_corpus(self.preset.corpus, min(s.model.vocab_size for s in sizes))
+        """The corpus exists, with no more token ids than the models' vocabulary. The gpu scale's FineWeb
+        bytes, when missing, stop everything with the command that builds them and the offline
+        alternative's cost in epochs."""
+        corpus = self.preset.corpus
+        if corpus == resolve_corpus(GPU_CORPUS) and not (Path(corpus) / shards.META).is_file():
+            raise ParameterError(
+                f"corpus {corpus!r} (FineWeb in byte tokens, this scale's corpus) is missing. Build it once "
+                f"with {GPU_CORPUS_COMMAND} (needs the Hugging Face hub), or train offline with "
+                f"-p corpus=shakespeare: {self._offline_epochs('shakespeare')}"
+            )
+        sizes = [self.preset.sizes[name] for name in self._tuned_sizes()]
+        check_corpus(corpus, min(s.model.vocab_size for s in sizes))
 
-    def train_all(self) -> Runs:
-        """Train (or load from the results cache) SA and XSA for every size and seed (Fig. 3)."""
+    def _offline_epochs(self, corpus: str) -> str:
+        """How many epochs of ``corpus`` this scale's longest run would train on."""
+        most = max(s.train.steps * s.train.batch_size * s.train.seq_len for s in self.preset.sizes.values())
+        try:
+            have = len(corpus_tokens(corpus)["train"])
+        except Exception as err:  # noqa: BLE001 (the corpus may not be fetched yet: say so, do not fail here)
+            return f"{most:,} tokens a run (the size of {corpus} unknown here: {type(err).__name__})"
+        return f"{most / have:.0f} epochs of its {have:,} train bytes a run (memorisation, not pretraining)"
+
+    def _tuned_sizes(self) -> list[str]:
+        """The sizes this notebook trains: the chosen ones and the sweeps' base size, in preset order."""
+        wanted = set(self.sizes) | {self.preset.sweep.size}
+        return [name for name in self.preset.sizes if name in wanted]
+
+    # Fig. 4: learning rates, searched per size ----------------------------------------------------------
+
+    def _final(self, spec: RunSpec, label: str) -> dict[str, float]:
+        return _final_losses(self._train(spec, label))
+
+    def lr_grid(self, size: str) -> Grid:
+        """Fig. 4 and the tuned baseline: SA and XSA at every rate of ``size``'s grid with its first
+        ``grid_seeds`` seeds; while SA's best rate (mean over those seeds) is at an edge, the grid grows one
+        geometric step past it, at most ``lr_extensions`` times. Without a grid: the preset's rate alone."""
+        s = self.preset.sizes[size]
+        if not s.lrs:
+            return Grid(size, pd.DataFrame(columns=["kind", "seed", "lr", "train", "validation"]),
+                        s.train.lr, (), False)  # fmt: skip
+        lrs, added = list(s.lrs), []
+        seeds = self.seeds[: s.grid_seeds]
+        while True:
+            rows = [
+                {"kind": kind, "seed": seed, "lr": lr,
+                 **self._final(self.spec(size, kind, seed, lr), f"{size} lr={lr:g} {kind.upper()} s{seed}")}
+                for lr in lrs for seed in seeds for kind in KINDS
+            ]  # fmt: skip
+            frame = pd.DataFrame(rows)
+            best = best_lr(frame)
+            step = next_lr(lrs, best)
+            if step is None or len(added) == self.preset.lr_extensions:
+                return Grid(size, frame, best, tuple(added), step is not None)
+            lrs, added = sorted([*lrs, step]), [*added, step]
+
+    def tune(self) -> dict[str, Grid]:
+        """Every trained size's learning-rate search (:meth:`lr_grid`)."""
+        self.check_data()
+        return {size: self.lr_grid(size) for size in self._tuned_sizes()}
+
+    @staticmethod
+    def grid_table(grids: dict[str, Grid]) -> pd.DataFrame:
+        """The searched grids together (size, kind, seed, lr, train, validation)."""
+        frames = [g.frame.assign(size=g.size) for g in grids.values() if len(g.frame)]
+        return pd.concat(frames, ignore_index=True)
+
+    # Table 1 and Fig. 3 -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _best(grids: dict[str, Grid] | None, size: str) -> float | None:
+        """``size``'s best SA learning rate; None (the preset's rate) without a search."""
+        return grids[size].best if grids else None
+
+    def train_all(self, grids: dict[str, Grid] | None = None) -> Runs:
+        """Train (or load from the results cache) every size and seed at the size's best SA learning rate
+        (without ``grids``: the preset's rate): SA and XSA, and XSA's controls at the control sizes
+        (Fig. 3)."""
         self.check_data()
         return {
-            (size, kind, seed): self._train(self.spec(size, kind, seed), f"{size} {kind.upper()} seed {seed}")
+            (size, kind, seed): self._train(
+                self.spec(size, kind, seed, self._best(grids, size)), f"{size} {kind.upper()} seed {seed}"
+            )
             for size in self.sizes
             for seed in self.seeds
-            for kind in KINDS
+            for kind in self.kinds(size)
         }
 
     @staticmethod
     def loss_curves(runs: Runs) -> pd.DataFrame:
         """Tidy curves for Fig. 3: validation loss at each evaluation, and the mean training loss over the
-        steps since the previous evaluation."""
+        steps since the previous evaluation; ``tokens`` = training tokens seen at that step."""
         rows = []
         for (size, kind, seed), run in runs.items():
-            h = run.history
+            h, per_step = run.history, run.timing["tokens_per_step"]
             prev = 0
             for step, val in zip(h["val_step"], h["val_loss"], strict=True):
-                rows.append((size, kind, seed, step, "validation", val))
+                rows.append((size, kind, seed, step, step * per_step, "validation", val))
                 if step > 0:
-                    rows.append(
-                        (size, kind, seed, step, "train", statistics.fmean(h["train_loss"][prev:step]))
-                    )
+                    train = statistics.fmean(h["train_loss"][prev:step])
+                    rows.append((size, kind, seed, step, step * per_step, "train", train))
                 prev = step
-        return pd.DataFrame(rows, columns=["size", "kind", "seed", "step", "split", "loss"])
+        return pd.DataFrame(rows, columns=["size", "kind", "seed", "step", "tokens", "split", "loss"])
 
     @staticmethod
     def final_losses(curves: pd.DataFrame) -> pd.DataFrame:
-        """Final train and validation loss per (size, kind, seed)."""
+        """Final train and validation loss per (size, seed), a column per (split, kind)."""
         last = curves[curves["step"] == curves.groupby(["size", "kind", "seed"])["step"].transform("max")]
         return last.pivot_table(index=["size", "seed"], columns=["split", "kind"], values="loss")
+
+    @staticmethod
+    def gap_curves(curves: pd.DataFrame) -> pd.DataFrame:
+        """Gap over training: each kind's validation loss minus SA's of the same size and seed, at every
+        evaluation (size, kind, seed, step, tokens, gap)."""
+        val = curves[curves["split"] == "validation"]
+        wide = val.pivot_table(index=["size", "seed", "step", "tokens"], columns="kind", values="loss")
+        gaps = wide.drop(columns="sa").sub(wide["sa"], axis=0)
+        tidy = gaps.reset_index().melt(id_vars=["size", "seed", "step", "tokens"], var_name="kind",
+                                       value_name="gap")  # fmt: skip
+        return tidy.dropna(subset=["gap"])
 
     def results_cached(self, runs: Runs) -> str:
         n = sum(r.cached for r in runs.values())
@@ -126,13 +277,16 @@ class XSAExperiment(PaperExperiment):
 
     # Fig. 1 -------------------------------------------------------------------------------------------
 
+    def _windows(self, seq_len: int) -> torch.Tensor:
+        """The fixed validation sequences of Figs. 1 and 6, (N, T)."""
+        tokens = corpus_tokens(self.preset.corpus)["validation"]
+        return validation_windows(tokens, self.preset.diag_sequences, seq_len)[:, :-1]
+
     def layer_diagnostics(self, runs: Runs) -> pd.DataFrame:
-        """Fig. 1 diagnostics of the largest size, for SA and XSA, over validation sequences and all seeds."""
+        """Fig. 1 diagnostics of the deepest (last) size, for SA and XSA, over validation sequences and all
+        seeds."""
         size = self.sizes[-1]
-        seq_len = self.preset.sizes[size].train.seq_len
-        windows = validation_windows(
-            corpus_tokens(self.preset.corpus)["validation"], self.preset.diag_sequences, seq_len
-        )[:, :-1]
+        windows = self._windows(self.preset.sizes[size].train.seq_len)
         frames = []
         for kind in KINDS:
             for seed in self.seeds:
@@ -158,125 +312,127 @@ class XSAExperiment(PaperExperiment):
                     rows.append({"kind": kind, "d_model": d_model, "seq_len": seq_len, **cost})
         return pd.DataFrame(rows)
 
-    # Figs. 4-6 ----------------------------------------------------------------------------------------
+    # Figs. 5-6 ----------------------------------------------------------------------------------------
 
-    def sweep_spec(
-        self, kind: str, seed: int, lr: float, seq_len: int | None = None, n_sink: int = 0
-    ) -> RunSpec:
+    def _sweep_specs(self, grids: dict[str, Grid], axis: str) -> dict[tuple[str, int, int], RunSpec]:
         sw = self.preset.sweep
-        base = sw.size.train
-        seq = seq_len or base.seq_len
-        tokens = base.batch_size * base.seq_len
-        model = replace(sw.size.model, attn=kind, n_sink=n_sink, block_size=max(sw.seq_lens))
-        train = replace(base, seed=seed, lr=lr, seq_len=seq, batch_size=max(1, tokens // seq))
-        return RunSpec(model, train, self.preset.corpus)
+        lr = grids[sw.size].best
+        values = sw.seq_lens if axis == "seq_len" else sw.sinks
+        return {
+            (kind, seed, x): self.spec(sw.size, kind, seed, lr, **{axis: x})
+            for x in values for seed in self.seeds[: sw.seeds] for kind in KINDS
+        }  # fmt: skip
 
-    def _sweep(self, axis: str, specs: dict[tuple[str, int, float], RunSpec]) -> pd.DataFrame:
+    def _sweep(self, grids: dict[str, Grid], axis: str) -> pd.DataFrame:
         rows = []
-        for (kind, seed, value), spec in specs.items():
-            run = self._train(spec, f"{axis}={value:g} {kind.upper()} seed {seed}")
-            rows.append({"kind": kind, "seed": seed, axis: value, **_final_losses(run)})
+        for (kind, seed, value), spec in self._sweep_specs(grids, axis).items():
+            label = f"{self.preset.sweep.size} {axis}={value:g} {kind.upper()} seed {seed}"
+            rows.append({"kind": kind, "seed": seed, axis: value, **self._final(spec, label)})
         return pd.DataFrame(rows)
 
-    def lr_sweep(self) -> pd.DataFrame:
-        """Fig. 4: final losses of SA and XSA over the learning-rate grid."""
-        return self._sweep("lr", {
-            (kind, seed, lr): self.sweep_spec(kind, seed, lr)
-            for lr in self.preset.sweep.lrs for seed in self.seeds for kind in KINDS
-        })  # fmt: skip
-
-    @staticmethod
-    def best_lr(lr_sweep: pd.DataFrame) -> float:
-        """The grid's best learning rate for SA (final validation loss, mean over seeds): XSA reuses it."""
-        sa = lr_sweep[lr_sweep["kind"] == "sa"].groupby("lr")["validation"].mean()
-        return float(sa.idxmin())
-
-    def best_lr_note(self, best_lr: float) -> str:
-        """The grid search's outcome, flagging a best value at the edge of the grid."""
-        lrs = self.preset.sweep.lrs
-        edge = (
-            " (an edge of the grid: the optimum may lie beyond it)" if best_lr in (min(lrs), max(lrs)) else ""
-        )
-        return f"best SA learning rate of the grid {list(lrs)}: {best_lr:g}{edge}"
-
-    def seq_len_sweep(self, lr: float) -> pd.DataFrame:
+    def seq_len_sweep(self, grids: dict[str, Grid]) -> pd.DataFrame:
         """Fig. 5: final losses over sequence lengths, tokens per batch held constant."""
-        return self._sweep("seq_len", {
-            (kind, seed, seq): self.sweep_spec(kind, seed, lr, seq_len=seq)
-            for seq in self.preset.sweep.seq_lens for seed in self.seeds for kind in KINDS
-        })  # fmt: skip
+        return self._sweep(grids, "seq_len")
 
-    def sink_sweep(self, lr: float) -> pd.DataFrame:
+    def sink_sweep(self, grids: dict[str, Grid]) -> pd.DataFrame:
         """Fig. 6: final losses with 0, 1, 4 learned attention-sink tokens."""
-        return self._sweep("n_sink", {
-            (kind, seed, n): self.sweep_spec(kind, seed, lr, n_sink=n)
-            for n in self.preset.sweep.sinks for seed in self.seeds for kind in KINDS
-        })  # fmt: skip
+        return self._sweep(grids, "n_sink")
+
+    def sink_attention(self, grids: dict[str, Grid]) -> pd.DataFrame:
+        """Fig. 6, measured: the attention mass every layer of every sink-sweep model puts on its learned
+        sinks and on the first real token (:func:`attention_to_sinks_by_layer`), with the masses uniform
+        causal attention would give."""
+        specs = self._sweep_specs(grids, "n_sink")
+        windows = self._windows(self.preset.sizes[self.preset.sweep.size].train.seq_len)
+        frames = []
+        for (kind, seed, n_sink), spec in specs.items():
+            run = self._train(spec, f"n_sink={n_sink} {kind.upper()} seed {seed}")
+            frame = attention_to_sinks_by_layer(run.model, windows)
+            frames.append(frame.assign(kind=kind, seed=seed, n_sink=n_sink))
+        return pd.concat(frames, ignore_index=True)
 
     def planned_runs(self) -> dict[str, PlannedRun]:
-        """Every training run of the notebook (Figs. 3-6), for :mod:`attnlab.runner.plan`. Figs. 5-6 train at
-        the grid's best LR, known only after Fig. 4; the cost does not depend on it, so the base LR stands
-        in."""
-        lr = self.preset.sweep.size.train.lr
-        specs = {
-            f"{size} {kind} seed {seed}": self.spec(size, kind, seed)
-            for size in self.sizes
-            for seed in self.seeds
-            for kind in KINDS
-        }
-        for seed in self.seeds:
+        """Every training run of the notebook (Figs. 3-6), for :mod:`attnlab.runner.plan`: the preset's
+        grids (not the extensions a search may add), and Figs. 3, 5, 6 at the preset's rate standing in for
+        the best one (the cost does not depend on it)."""
+        specs = {}
+        for size in self._tuned_sizes():
+            s = self.preset.sizes[size]
+            specs |= {
+                f"{size} lr={lr:g} {kind} seed {seed}": self.spec(size, kind, seed, lr)
+                for lr in s.lrs for seed in self.seeds[: s.grid_seeds] for kind in KINDS
+            }  # fmt: skip
+        for size in self.sizes:
+            specs |= {
+                f"{size} {kind} seed {seed}": self.spec(size, kind, seed)
+                for seed in self.seeds for kind in self.kinds(size)
+            }  # fmt: skip
+        sw = self.preset.sweep
+        for seed in self.seeds[: sw.seeds]:
             for kind in KINDS:
-                specs |= {
-                    f"lr={x:g} {kind} seed {seed}": self.sweep_spec(kind, seed, x)
-                    for x in self.preset.sweep.lrs
-                }
-                specs |= {
-                    f"seq_len={x} {kind} seed {seed}": self.sweep_spec(kind, seed, lr, seq_len=x)
-                    for x in self.preset.sweep.seq_lens
-                }
-                specs |= {f"n_sink={x} {kind} seed {seed}": self.sweep_spec(kind, seed, lr, n_sink=x)
-                          for x in self.preset.sweep.sinks}  # fmt: skip
+                specs |= {f"seq_len={x} {kind} seed {seed}": self.spec(sw.size, kind, seed, seq_len=x)
+                          for x in sw.seq_lens}  # fmt: skip
+                specs |= {f"n_sink={x} {kind} seed {seed}": self.spec(sw.size, kind, seed, n_sink=x)
+                          for x in sw.sinks}  # fmt: skip
         return {label: PlannedRun.from_spec(spec) for label, spec in specs.items()}
 
     # Table 2 ------------------------------------------------------------------------------------------
 
-    def zero_shot(self, runs: Runs) -> pd.DataFrame:
-        """Table 2: zero-shot accuracy of the largest size's SA and XSA models on BIG-bench tasks (cached per
-        trained run, task and item limit)."""
+    def zero_shot(self, runs: Runs, grids: dict[str, Grid] | None = None) -> pd.DataFrame:
+        """Table 2: zero-shot accuracy of the deepest size's SA and XSA models on BIG-bench tasks (cached per
+        trained run, task and item limit; ``grids`` as for :meth:`train_all`), with each task's chance level
+        (the mean of 1 / choices over its items) and the items answered correctly (accuracy x n, rounded:
+        ties earn fractional credit)."""
         size = self.sizes[-1]
         tokenizer = corpus_tokenizer(self.preset.corpus)
         rows = []
         for task in TASKS:
+            items = load_task(task, self.preset.task_limit)
+            chance = statistics.fmean(1 / len(item.choices) for item in items)
             for kind in KINDS:
                 for seed in self.seeds:
                     model = runs[size, kind, seed].model
-                    key = {"run": self.spec(size, kind, seed).key(self.torch_device), "task": task,
-                           "limit": self.preset.task_limit, "tokenizer": tokenizer.name}  # fmt: skip
+                    spec = self.spec(size, kind, seed, self._best(grids, size))
+                    key = {"run": spec.key(self.torch_device), "task": task, "limit": self.preset.task_limit,
+                           "tokenizer": tokenizer.name}  # fmt: skip
 
-                    def compute(task: str = task, model: GPT = model) -> dict:
-                        items = load_task(task, self.preset.task_limit)
+                    def compute(model: GPT = model, items: list = items) -> dict:
                         return {"n": len(items), "accuracy": accuracy(model, items, tokenizer)}
 
                     result, _ = cached_result("xsa_zero_shot", key, compute, code=("data/tasks.py",))
-                    rows.append({"task": task, "n": result["n"], "kind": kind, "seed": seed,
-                                 "accuracy": result["accuracy"]})  # fmt: skip
+                    rows.append({"task": task, "n": result["n"], "chance": chance, "kind": kind, "seed": seed,
+                                 "accuracy": result["accuracy"],
+                                 "correct": round(result["accuracy"] * result["n"])})  # fmt: skip
         return pd.DataFrame(rows)
+
+    @staticmethod
+    def zero_shot_table(zero_shot: pd.DataFrame) -> pd.DataFrame:
+        """Table 2 per task and kind: mean accuracy over seeds, its 95% Wilson interval (items answered
+        correctly, seed mean) and the task's chance level."""
+        rows = []
+        for (task, kind), g in zero_shot.groupby(["task", "kind"], sort=False):
+            n = int(g["n"].iloc[0])
+            est = binomial_interval(round(g["correct"].mean()), n)
+            rows.append({"task": task, "kind": kind, "n": n, "chance": g["chance"].iloc[0],
+                         "accuracy": est.mean, "low": est.low, "high": est.high})  # fmt: skip
+        return pd.DataFrame(rows).set_index(["task", "kind"])
 
     # Claims -------------------------------------------------------------------------------------------
 
     def claims(
         self,
+        grids: dict[str, Grid],
         curves: pd.DataFrame,
         diag: pd.DataFrame,
         costs: pd.DataFrame,
-        lr: pd.DataFrame,
         seq: pd.DataFrame,
         sinks: pd.DataFrame,
+        sink_mass: pd.DataFrame,
         zero_shot: pd.DataFrame,
     ) -> list[Claim]:
         """Every claim of the paper, with a verdict computed from this run's measurements (see
         :mod:`attnlab.papers.xsa.claims`)."""
-        return xsa_claims(self, curves, diag, costs, lr, seq, sinks, zero_shot)
+        return xsa_claims(self, grids, curves, diag, costs, seq, sinks, sink_mass, zero_shot)
 
 
 def _count_params(model: GPTConfig) -> int:

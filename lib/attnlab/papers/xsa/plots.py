@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
-KIND_LABELS = {"sa": "SA", "xsa": "XSA"}
-KIND_COLORS = {"SA": "#4c72b0", "XSA": "#dd8452"}
+from attnlab.runner.stats import mean_interval
+from attnlab.runner.style import color
+
+KIND_LABELS = {"sa": "SA", "xsa": "XSA", "xsa-random": "XSA control: random direction",
+               "xsa-prev": "XSA control: previous value"}  # fmt: skip
+KIND_COLORS = {label: color(kind) for kind, label in KIND_LABELS.items()}
 
 
 def loss_curves(curves: pd.DataFrame) -> plt.Figure:
@@ -25,6 +30,7 @@ def loss_curves(curves: pd.DataFrame) -> plt.Figure:
         sns.lineplot(
             data=sub, x="step", y="loss", hue="kind", style="split", errorbar="sd",
             palette=KIND_COLORS, ax=ax, style_order=["validation", "train"],
+            hue_order=[k for k in KIND_LABELS.values() if k in set(sub["kind"])],
         )  # fmt: skip
         # Zoom past the first tenth of training, where the loss is still falling steeply.
         late = sub[sub["step"] >= 0.1 * sub["step"].max()]["loss"]
@@ -95,14 +101,17 @@ def block_costs(costs: pd.DataFrame, device: str) -> plt.Figure:
     return fig
 
 
-def sweep(frame: pd.DataFrame, axis: str, xlabel: str, log_x: bool = False) -> plt.Figure:
+def sweep(frame: pd.DataFrame, axis: str, xlabel: str, log_x: bool = False, title: str = "") -> plt.Figure:
     """Figs. 4-6: final train (dashed) and validation (solid) loss of SA and XSA against one swept setting,
-    mean over seeds with one standard deviation; the right panel is the validation gap XSA - SA."""
+    mean over seeds with one standard deviation; the right panel is the validation gap XSA - SA (mean over
+    seeds, band: one standard deviation)."""
     tidy = frame.melt(id_vars=["kind", "seed", axis], value_vars=["train", "validation"], var_name="split")
     tidy = tidy.assign(kind=tidy["kind"].map(KIND_LABELS))
     wide = frame.pivot_table(index=[axis, "seed"], columns="kind", values="validation")
     gaps = (wide["xsa"] - wide["sa"]).rename("gap").reset_index()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.8))
+    if title:
+        fig.suptitle(title)
     sns.lineplot(
         data=tidy, x=axis, y="value", hue="kind", style="split", style_order=["validation", "train"],
         marker="o", errorbar="sd", palette=KIND_COLORS, ax=left,
@@ -117,5 +126,83 @@ def sweep(frame: pd.DataFrame, axis: str, xlabel: str, log_x: bool = False) -> p
             ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(frame[axis].unique()))
         ax.set_xticklabels([f"{v:g}" for v in sorted(frame[axis].unique())])
+    fig.tight_layout()
+    return fig
+
+
+def _interval_band(ax: plt.Axes, frame: pd.DataFrame, x: str, y: str, label: str, line_color: str) -> None:
+    """The mean of ``y`` over the rows at each ``x`` with its 95% t-interval (seeds) as a band."""
+    rows = []
+    for value, g in frame.groupby(x):
+        est = mean_interval(g[y].tolist())
+        rows.append((value, est.mean, est.low, est.high))
+    xs, mean, low, high = (np.array(c, float) for c in zip(*rows, strict=True))
+    ax.plot(xs, mean, color=line_color, label=label, marker="o", ms=3)
+    if np.isfinite(low).all():
+        ax.fill_between(xs, low, high, color=line_color, alpha=0.2, lw=0)
+
+
+def gap_over_training(gaps: pd.DataFrame) -> plt.Figure:
+    """Gap over training (Fig. 3): each kind's validation loss minus SA's of the same seed against the
+    training tokens seen, one panel per size; line: mean over seeds, band: its 95% interval; the dotted
+    line at a quarter of training is where the claims read the early gap."""
+    sizes = list(dict.fromkeys(gaps["size"]))
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5.2 * len(sizes), 3.6), squeeze=False)
+    for ax, size in zip(axes[0], sizes, strict=True):
+        sub = gaps[gaps["size"] == size]
+        for kind in [k for k in KIND_LABELS if k in set(sub["kind"])]:
+            _interval_band(ax, sub[sub["kind"] == kind], "tokens", "gap", f"{KIND_LABELS[kind]} - SA",
+                           color(kind))  # fmt: skip
+        ax.axhline(0.0, color="grey", ls=":", lw=1)
+        ax.axvline(sub["tokens"].max() / 4, color="grey", ls="--", lw=0.8, label="a quarter of training")
+        ax.set(title=size, xlabel="training tokens seen", ylabel="validation loss minus SA's (nats / byte)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def paired_gaps(finals: pd.DataFrame) -> plt.Figure:
+    """Fig. 3's final validation gaps: each kind minus SA, one point per seed (paired: same seed), with the
+    mean and its 95% interval, one panel per size."""
+    val = finals["validation"]
+    sizes = list(dict.fromkeys(val.index.get_level_values("size")))
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4.6 * len(sizes), 3.6), squeeze=False)
+    for ax, size in zip(axes[0], sizes, strict=True):
+        f = val.loc[size]
+        kinds = [k for k in KIND_LABELS if k in f.columns and k != "sa" and f[k].notna().all()]
+        for i, kind in enumerate(kinds):
+            d = (f[kind] - f["sa"]).to_numpy()
+            est = mean_interval(d.tolist())
+            ax.scatter(np.full(len(d), i), d, color=color(kind), alpha=0.6, s=18)
+            ax.errorbar(i + 0.2, est.mean, yerr=[[est.mean - est.low], [est.high - est.mean]]
+                        if np.isfinite(est.low) else None, fmt="D", color=color(kind), capsize=4)  # fmt: skip
+        ax.axhline(0.0, color="grey", ls=":", lw=1)
+        ax.set_xticks(range(len(kinds)), [KIND_LABELS[k].replace("XSA control: ", "") for k in kinds])
+        ax.set(title=size, ylabel="final validation loss minus SA's (nats / byte)")
+    fig.tight_layout()
+    return fig
+
+
+def sink_attention(sink_mass: pd.DataFrame) -> plt.Figure:
+    """Fig. 6, measured: attention mass on the learned sinks (left) and on the first real token (right) by
+    layer, one line per (kind, sink count) (mean over seeds); dashed grey: uniform causal attention."""
+    data = sink_mass.assign(kind=sink_mass["kind"].map(KIND_LABELS), layer=sink_mass["layer"] + 1)
+    with_sinks = data[data["n_sink"] > 0]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    panels = [(with_sinks, "sink_mass", "sink_uniform", "mass on the learned sinks"),
+              (data, "first_mass", "first_uniform", "mass on the first real token")]  # fmt: skip
+    for ax, (frame, y, ref, title) in zip(axes, panels, strict=True):
+        if frame.empty:
+            ax.set_axis_off()
+            continue
+        sns.lineplot(data=frame, x="layer", y=y, hue="kind", style="n_sink", marker="o", errorbar=None,
+                     palette=KIND_COLORS, ax=ax)  # fmt: skip
+        for _, g in frame.groupby("n_sink"):
+            u = g.groupby("layer")[ref].mean()
+            ax.plot(u.index, u.to_numpy(), ls="--", color=color("chance"), lw=1)
+        ax.plot([], [], ls="--", color=color("chance"), label="uniform attention")
+        ax.set(title=title, xlabel="layer", ylabel="attention mass")
+        ax.set_xticks(sorted(frame["layer"].unique()))
+        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

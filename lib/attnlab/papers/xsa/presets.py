@@ -3,7 +3,7 @@ configurations and numbers (Tables 1 and 2)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from attnlab.model import GPTConfig
 from attnlab.training.trainer import TrainConfig
@@ -28,19 +28,27 @@ def _train(steps: int, batch: int, seq: int, lr: float, warmup: int, evals: int,
 
 @dataclass(frozen=True)
 class Size:
-    model: GPTConfig  # the SA configuration; XSA differs only in ``attn``
+    """One model of Fig. 3. ``lrs``: its learning-rate grid (Fig. 4), searched for SA as in the paper and
+    extended past an edge that wins (``Preset.lr_extensions``); empty: train at ``train.lr`` (the paper's
+    Table 1 rates). The grid trains SA and XSA with the first ``grid_seeds`` seeds."""
+
+    model: GPTConfig  # the SA configuration; XSA and its controls differ only in ``attn``
     train: TrainConfig
+    lrs: tuple[float, ...] = ()
+    grid_seeds: int = 1
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """The shared base of Figs. 4-6: one model trained at several learning rates (Fig. 4), sequence lengths
-    with tokens per batch held at ``train.batch_size * train.seq_len`` (Fig. 5), and sink counts (Fig. 6)."""
+    """Figs. 5-6: the Fig. 3 size named ``size``, at its best SA learning rate, trained at several sequence
+    lengths with tokens per batch held at ``train.batch_size * train.seq_len`` (Fig. 5) and with learned
+    sink counts (Fig. 6), with the first ``seeds`` seeds. Its run at the base length without sinks is the
+    Fig. 3 run of that seed (one cached run)."""
 
-    size: Size
-    lrs: tuple[float, ...]
+    size: str
     seq_lens: tuple[int, ...]
     sinks: tuple[int, ...]
+    seeds: int
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ class Bench:
 class Preset:
     sizes: dict[str, Size]
     seeds: tuple[int, ...]
-    diag_sequences: int  # validation sequences for Fig. 1
+    diag_sequences: int  # validation sequences for Figs. 1 and 6 (attention mass)
     sweep: Sweep
     bench: Bench
     task_limit: int | None  # examples per zero-shot task (Table 2); None = all
@@ -66,6 +74,8 @@ class Preset:
         "shakespeare"  # a corpus name, or a folder of token shards (``python -m attnlab.data.shards``)
     )
     micro_tokens: int | None = None  # tokens per forward pass per process (gradient accumulation); None = all
+    control_sizes: tuple[str, ...] = ()  # sizes where XSA's controls (xsa-random, xsa-prev) train every seed
+    lr_extensions: int = 2  # grid points a size's LR search may add beyond an edge that wins
 
 
 # The GPU presets train in bfloat16 autocast with a compiled model, as the paper's runs would.
@@ -81,67 +91,85 @@ PAPER_TABLE1 = {
 # The paper's Table 2: zero-shot accuracy (%), baseline -> XSA, averaged over its eight tasks.
 PAPER_TABLE2_AVG = {"0.7B": (53.22, 53.48), "1.3B": (56.16, 57.19), "2.7B": (58.06, 59.42)}
 
+# The gpu scale's corpus: FineWeb in byte tokens (the gpu models read bytes, as the smaller scales do), built
+# once with this command; 1e9 bytes is more than any gpu run trains on (164M), so no run repeats its data. The
+# offline corpora are 4-6M bytes each: dozens of epochs per run (``-p corpus=shakespeare``; check_data says
+# how many).
+GPU_CORPUS = "shards/fineweb-bytes"
+GPU_CORPUS_COMMAND = (
+    "python -m attnlab.data.shards fineweb --out data/shards/fineweb-bytes --tokenizer byte --max-tokens 1e9"
+)
+
 PRESETS: dict[str, Preset] = {
-    # A minute on a CPU, to exercise every cell.
+    # Seconds on a CPU, to exercise every cell.
     "smoke": Preset(
         sizes={
-            "2L-32d": Size(_gpt(2, 32, 2, 16, 64), _train(60, 16, 64, 3e-3, 10, 6, eval_batches=2)),
-            "2L-64d": Size(_gpt(2, 64, 4, 16, 64), _train(60, 16, 64, 3e-3, 10, 6, eval_batches=2)),
-        },
-        seeds=(0,),
-        diag_sequences=8,
-        sweep=Sweep(
-            Size(_gpt(2, 32, 2, 16, 64), _train(30, 16, 32, 3e-3, 5, 3, eval_batches=2)),
-            lrs=(1.5e-3, 3e-3), seq_lens=(16, 32), sinks=(0, 1),
-        ),
-        bench=Bench(d_models=(32,), seq_lens=(32, 64), batch_size=4, head_dim=16, repeats=3),
-        task_limit=40,
-    ),
-    # A 2-core laptop, under 30 minutes.
-    "cpu": Preset(
-        sizes={
-            "2L-64d": Size(_gpt(2, 64, 4, 16, 128), _train(1000, 32, 128, 3e-3, 100, 25)),
-            "4L-128d": Size(_gpt(4, 128, 4, 32, 128), _train(800, 32, 128, 2e-3, 80, 20)),
+            "2L-32d": Size(
+                _gpt(2, 32, 2, 16, 64), _train(30, 16, 32, 3e-3, 5, 6, eval_batches=2), lrs=(1.5e-3, 3e-3)
+            ),
+            "3L-32d": Size(_gpt(3, 32, 2, 16, 32), _train(30, 16, 32, 3e-3, 5, 6, eval_batches=2)),
         },
         seeds=(0, 1),
+        diag_sequences=8,
+        sweep=Sweep("2L-32d", seq_lens=(16, 32), sinks=(0, 1), seeds=1),
+        bench=Bench(d_models=(32,), seq_lens=(32, 64), batch_size=4, head_dim=16, repeats=3),
+        task_limit=40,
+        control_sizes=("2L-32d",),
+        lr_extensions=0,
+    ),
+    # A 2-core laptop, under 30 minutes: a 2-layer model that carries the sweeps, the controls and five
+    # seeds, and an 8-layer model for Fig. 1's depth trend; 0.8-1M tokens a run (docs/papers/xsa.md,
+    # "Budget").
+    "cpu": Preset(
+        sizes={
+            "2L-64d": Size(
+                _gpt(2, 64, 4, 16, 256), _train(500, 16, 128, 4e-3, 50, 20, eval_batches=6),
+                lrs=(2e-3, 4e-3, 8e-3, 1.6e-2), grid_seeds=3,
+            ),
+            "8L-64d": Size(
+                _gpt(8, 64, 4, 16, 128), _train(400, 16, 128, 2e-3, 40, 20, eval_batches=6),
+                lrs=(1e-3, 2e-3, 4e-3), grid_seeds=1,
+            ),
+        },
+        seeds=(0, 1, 2, 3, 4),
         diag_sequences=64,
-        sweep=Sweep(
-            Size(_gpt(2, 64, 4, 16, 256), _train(300, 32, 128, 3e-3, 30, 6)),
-            lrs=(1e-3, 2e-3, 4e-3, 8e-3), seq_lens=(32, 64, 128, 256), sinks=(0, 1, 4),
-        ),
+        sweep=Sweep("2L-64d", seq_lens=(32, 64, 128, 256), sinks=(0, 1, 4), seeds=3),
         bench=Bench(
             d_models=(64, 128, 256), seq_lens=(64, 128, 256, 512), batch_size=8, head_dim=32, repeats=10
         ),
-        task_limit=1000,  # items per task (the first ones): all of MathQA's 7,688 would take 4 more minutes
+        task_limit=300,  # items per task (the first ones), for ten models
+        control_sizes=("2L-64d",),
     ),
-    # One large GPU, about an hour.
+    # One large GPU, a few hours (make plan): FineWeb bytes, never more than one epoch.
     "gpu": Preset(
         sizes={
-            "6L-384d": Size(_gpt(6, 384, 6, 64, 512), _train(5000, 64, 512, 1e-3, 200, 50, **GPU)),
-            "12L-768d": Size(_gpt(12, 768, 12, 64, 512), _train(5000, 64, 512, 6e-4, 200, 50, **GPU)),
+            "6L-384d": Size(
+                _gpt(6, 384, 6, 64, 1024), _train(5000, 64, 512, 1e-3, 200, 50, **GPU),
+                lrs=(5e-4, 1e-3, 2e-3),
+            ),
+            "12L-768d": Size(
+                _gpt(12, 768, 12, 64, 512), _train(5000, 64, 512, 6e-4, 200, 50, **GPU),
+                lrs=(3e-4, 6e-4, 1.2e-3),
+            ),
         },
-        seeds=(0, 1, 2),
+        seeds=(0, 1, 2, 3, 4),
         diag_sequences=256,
-        sweep=Sweep(
-            Size(_gpt(6, 384, 6, 64, 1024), _train(2000, 64, 512, 1e-3, 100, 20, **GPU)),
-            lrs=(3e-4, 6e-4, 1e-3, 2e-3), seq_lens=(128, 256, 512, 1024), sinks=(0, 1, 4),
-        ),
+        sweep=Sweep("6L-384d", seq_lens=(128, 256, 512, 1024), sinks=(0, 1, 4), seeds=3),
         bench=Bench(
             d_models=(512, 1024, 2048), seq_lens=(512, 1024, 2048, 4096), batch_size=8, head_dim=64,
             repeats=20,
         ),
         task_limit=None,
+        corpus=GPU_CORPUS,
+        control_sizes=("6L-384d",),
     ),
     # The paper's Table 1 configurations, schedule and sweeps, on FineWeb in GPT-2 tokens (shards built once
-    # with python -m attnlab.data.shards; see check_corpus).
+    # with python -m attnlab.data.shards; see check_corpus). Fig. 4's grid is the paper's, not extended.
     "paper": Preset(
-        sizes=PAPER_TABLE1,
+        sizes={**PAPER_TABLE1, "0.7B": replace(PAPER_TABLE1["0.7B"], lrs=(1e-4, 2e-4, 4e-4, 6e-4))},
         seeds=(0,),
         diag_sequences=1024,
-        sweep=Sweep(
-            PAPER_TABLE1["0.7B"],
-            lrs=(1e-4, 2e-4, 4e-4, 6e-4), seq_lens=(512, 1024, 2048, 4096, 8192, 16384), sinks=(0, 1, 4),
-        ),
+        sweep=Sweep("0.7B", seq_lens=(512, 1024, 2048, 4096, 8192, 16384), sinks=(0, 1, 4), seeds=1),
         bench=Bench(
             d_models=(1024, 2048, 4096), seq_lens=(1024, 2048, 4096, 8192), batch_size=32,
             head_dim=128, repeats=20,
@@ -150,5 +178,7 @@ PRESETS: dict[str, Preset] = {
         corpus="shards/fineweb-gpt2",
         micro_tokens=8 * 2048,  # 256 x 2048 tokens per step do not fit one pass on one GPU; 16K-token
         # rows of the sequence-length sweep pass one at a time
+        control_sizes=("0.7B",),
+        lr_extensions=0,
     ),
 }  # fmt: skip
