@@ -8,7 +8,7 @@ import pytest
 
 from attnlab.papers import contribution_weights as cw
 from attnlab.papers.contribution_weights import claims as cwc
-from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE
+from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, Verdict, above_chance
 
 
 def test_first_token_holds_with_large_attention_and_small_contribution():
@@ -39,50 +39,74 @@ def test_first_token_with_a_nan_does_not_hold_and_has_no_estimate():
     assert v.word == DOES_NOT_HOLD and math.isnan(v.estimate)
 
 
-def test_every_text_set():
-    v = cwc.verdict_every_text_set([True, True, True])
-    assert (str(v), v.estimate, v.n) == (HOLDS, 1.0, 3)
-    v = cwc.verdict_every_text_set([False, False])
-    assert (str(v), v.estimate, v.n) == (DOES_NOT_HOLD, 0.0, 2)
-    v = cwc.verdict_every_text_set([True, False, True])
-    assert str(v) == "inconclusive: 2 of 3 text sets"
-    assert (v.word, v.estimate, v.n) == (INCONCLUSIVE, pytest.approx(2 / 3), 3)
-    assert math.isnan(v.null)
-    with pytest.raises(ValueError):
-        cwc.verdict_every_text_set([])
-
-
-def test_most_faithful_per_text_set():
-    index = pd.MultiIndex.from_product([["a", "b"], ["raw", "contribution"]], names=["text", "measure"])
-    areas = pd.DataFrame(
-        {"comprehensiveness": [1.0, 2.0, 3.0, 2.0], "sufficiency": [2.0, 1.0, 1.0, 2.0]}, index=index
+def test_saturation_gate():
+    # every measure already gives more than half of its largest effect at the smallest fraction
+    v = cwc.saturation_gate({"raw": 600.0, "contribution": 700.0}, {"raw": 900.0, "contribution": 800.0})
+    assert v.word == NOT_TESTABLE and v.why.startswith("saturated")
+    assert (v.estimate, v.n, v.null) == (pytest.approx(600 / 900), 2, 0.5)
+    # one measure still rising: the curves can order the measures
+    assert (
+        cwc.saturation_gate({"raw": 600.0, "contribution": 100.0}, {"raw": 900.0, "contribution": 800.0})
+        is None
     )
-    assert cwc.most_faithful(areas) == ([True, False], [True, False])
-
-
-def test_chance_bar_is_chance_plus_two_standard_errors():
-    assert cwc.chance_bar(2, 100) == pytest.approx(0.5 + 2 * 0.05)
-    assert cwc.chance_bar(4, 3) == pytest.approx(0.25 + 2 * math.sqrt(0.25 * 0.75 / 3))
-
-
-def test_downstream_verdicts():
-    above = ([0.9, 0.9], [2, 2], 100)  # clean accuracies well above the bar of 0.6
-    v = cwc.verdict_downstream([True, True], *above)
-    assert (str(v), v.estimate, v.n) == (HOLDS, 1.0, 2)
-    assert str(cwc.verdict_downstream([False, False], *above)) == DOES_NOT_HOLD
-    v = cwc.verdict_downstream([True, False], *above)
-    assert (str(v), v.estimate) == ("inconclusive: differs between tasks", 0.5)
-    # one task above chance is enough to judge all of them
-    assert str(cwc.verdict_downstream([True, True], [0.9, 0.5], [2, 2], 100)) == HOLDS
-
-
-def test_downstream_is_not_testable_when_every_task_is_at_chance():
-    # 0.6 is exactly the bar for two choices and 100 items: not above it
-    v = cwc.verdict_downstream([True, True], [0.6, 0.55], [2, 2], 100)
-    assert str(v) == "not testable here: the clean model is at chance on every task"
-    assert (v.word, v.estimate, v.n) == (NOT_TESTABLE, 1.0, 2)
+    # exactly half is not "most"; a measure whose largest fraction lowers the perplexity: not saturated
+    assert cwc.saturation_gate({"raw": 1.0}, {"raw": 2.0}) is None
+    assert cwc.saturation_gate({"raw": -1.0, "c": 5.0}, {"raw": -2.0, "c": 6.0}) is None
     with pytest.raises(ValueError):
-        cwc.verdict_downstream([True], [0.9, 0.9], [2, 2], 100)
+        cwc.saturation_gate({"raw": 1.0}, {"c": 2.0})
+
+
+def _v(word: str, estimate: float = 0.0) -> Verdict:
+    return Verdict(word, "why" if word == NOT_TESTABLE else "", estimate)
+
+
+def test_all_of():
+    assert cwc.all_of({"a": _v(HOLDS, 1.0), "b": _v(HOLDS, 2.0)}).word == HOLDS
+    v = cwc.all_of({"a": _v(HOLDS), "b": _v(DOES_NOT_HOLD, -1.0), "c": _v(INCONCLUSIVE)})
+    assert (str(v), v.estimate) == ("does not hold: b", -1.0)
+    assert str(cwc.all_of({"a": _v(HOLDS), "b": _v(INCONCLUSIVE)})) == "inconclusive: b undecided"
+    assert str(cwc.all_of({"a": _v(NOT_TESTABLE), "b": _v(HOLDS)})) == "not testable here: why"
+    with pytest.raises(ValueError):
+        cwc.all_of({})
+
+
+def test_steps_need_every_interval_above_zero():
+    up = [0.9, 1.1, 1.0, 1.2]
+    assert cwc.verdict_steps({"a < b": up, "b < c": up}).word == HOLDS
+    v = cwc.verdict_steps({"a < b": up, "b < c": [-1.0, -1.2, -0.9, -1.1]})
+    assert str(v) == "does not hold: b < c" and v.estimate == pytest.approx(-1.05)
+    assert cwc.verdict_steps({"a < b": up, "b < c": [1.0, -0.8, 0.5, -0.4]}).word == INCONCLUSIVE
+
+
+def test_conditions():
+    v = cwc.verdict_conditions({"x": _v(HOLDS), "y": _v(HOLDS), "z": _v(NOT_TESTABLE)})
+    assert (str(v), v.estimate, v.n) == (
+        "holds: in all 2 testable conditions; 1 of 3 conditions not testable",
+        1.0,
+        2,
+    )
+    v = cwc.verdict_conditions({"x": _v(DOES_NOT_HOLD), "y": _v(INCONCLUSIVE)})
+    assert (v.word, v.estimate) == (DOES_NOT_HOLD, 0.0)
+    v = cwc.verdict_conditions({"x": _v(HOLDS), "y": _v(DOES_NOT_HOLD), "z": _v(HOLDS)})
+    assert (str(v), v.estimate) == ("inconclusive: holds in 2 of 3 testable conditions", pytest.approx(2 / 3))
+    v = cwc.verdict_conditions({"x": _v(NOT_TESTABLE)})
+    assert (str(v), v.n) == ("not testable here: why", 0)
+    with pytest.raises(ValueError):
+        cwc.verdict_conditions({})
+
+
+def test_downstream_sets_tasks_at_chance_aside():
+    at_chance = above_chance(50, 100, 0.5)
+    assert at_chance is not None and above_chance(80, 100, 0.5) is None
+    v = cwc.verdict_downstream({"a": _v(HOLDS), "b": _v(DOES_NOT_HOLD)}, {"a": None, "b": at_chance})
+    assert (v.word, v.n) == (HOLDS, 1)
+    v = cwc.verdict_downstream({"a": _v(HOLDS)}, {"a": at_chance})
+    assert str(v) == "not testable here: the clean model is not above chance on any task"
+    assert cwc.verdict_downstream({"a": _v(DOES_NOT_HOLD)}, {"a": None}).word == DOES_NOT_HOLD
+    v = cwc.verdict_downstream({"a": _v(DOES_NOT_HOLD), "b": _v(HOLDS)}, {"a": None, "b": None})
+    assert v.word == INCONCLUSIVE
+    with pytest.raises(ValueError):
+        cwc.verdict_downstream({"a": _v(HOLDS)}, {"b": None})
 
 
 def test_decomposition_verdicts():
@@ -94,13 +118,19 @@ def test_decomposition_verdicts():
     assert str(cwc.verdict_decomposition(0.1, 0.8, 0.5, 0.3, layers=30)) == DOES_NOT_HOLD  # tail at 0.3
 
 
-def test_anti_aligned_verdicts():
-    v = cwc.verdict_anti_aligned(-0.2, 0.8, pairs=1000)
-    assert (str(v), v.n, v.null) == (HOLDS, 1000, 0.0)
-    assert v.estimate == pytest.approx(0.2)
-    assert str(cwc.verdict_anti_aligned(0.0, 0.8, pairs=10)) == DOES_NOT_HOLD  # mean not below zero
-    v = cwc.verdict_anti_aligned(-0.2, 0.5, pairs=10)  # half negative is not more than half
-    assert (str(v), v.estimate) == (DOES_NOT_HOLD, 0.0)
+def test_anti_aligned_needs_the_sink_below_zero_and_below_its_controls():
+    sink = [-0.2, -0.25, -0.15, -0.22]
+    v = cwc.verdict_anti_aligned(sink, {"position 5": [0.1, 0.2, 0.15, 0.1]})
+    assert v.word == HOLDS and v.estimate == pytest.approx(
+        -0.205
+    )  # the first step's evidence: the sink's mean
+    # every position is anti-aligned alike: the sink is not special
+    v = cwc.verdict_anti_aligned(sink, {"position 5": [-0.3, -0.35, -0.25, -0.3]})
+    assert str(v) == "does not hold: sink < position 5"
+    v = cwc.verdict_anti_aligned([0.1, 0.2, 0.1, 0.15], {"position 5": [0.3, 0.4, 0.3, 0.3]})
+    assert str(v) == "does not hold: sink cosine < 0"
+    v = cwc.verdict_anti_aligned(sink, {"position 5": [-0.1, -0.4, 0.0, -0.3]})
+    assert str(v) == "inconclusive: sink < position 5 undecided"
 
 
 def test_convex_minimum_needs_a_majority_of_heads():
@@ -127,8 +157,8 @@ def test_sink_removal_verdicts():
 # --- the claims table on hand-built results ---------------------------------------------------------------
 
 
-def _sinks(layers: int = 2) -> dict:
-    decomposition = pd.DataFrame(
+def _decomposition(layers: int) -> pd.DataFrame:
+    return pd.DataFrame(
         [
             {"layer": layer, "group": group, "mean_attention": a, "mean_contribution": c,
              "mean_norm_ratio": 1.0, "mean_cosine": -0.5, "corr_contribution_attention": ca,
@@ -137,61 +167,80 @@ def _sinks(layers: int = 2) -> dict:
             for group, a, c, ca, cg in (("sink", 0.6, 0.1, 0.1, 0.8), ("tail", 0.1, 0.2, 0.5, 0.5))
         ]
     )  # fmt: skip
+
+
+def _sinks(layers: int = 2) -> dict:
     cosines = pd.DataFrame(
         {"layer": range(layers), "mean": -0.3, "negative": 0.8, "n": 50, "sample": [[]] * layers}
     )
-    fits = pd.DataFrame({"p2": [1.0, 1.0, 1.0, -1.0], "vertex": [0.5, 0.5, 0.5, math.nan]})
+    positions = pd.DataFrame(
+        [{"layer": layer, "window": w, "position": p, "cosine": (-0.3 if p == 0 else 0.2) + 0.01 * w}
+         for layer in range(layers) for w in range(4) for p in (0, 5, 8)]
+    )  # fmt: skip
+    fits = pd.DataFrame({"p2": [1.0, 1.0, 1.0, -1.0], "vertex": [0.5, 0.5, 0.5, math.nan],
+                         "interior": [True, True, True, False]})  # fmt: skip
     spread = pd.DataFrame(
         {"state": ["clean", "sink removed"], "layer": 0, "cone": [0.3, 0.8], "norm_cv": [0.1, 0.2]}
     )
-    return {"decomposition": decomposition, "cosines": cosines, "fits": fits, "spread": spread,
+    return {"decomposition": _decomposition(layers), "decomposition_bos": _decomposition(layers),
+            "cosines": cosines, "positions": positions, "fits": fits, "spread": spread,
             "ppl": {"clean": 10.0, "sink removed": 20.0}}  # fmt: skip
 
 
-def _curves(text: str, contribution_best: bool) -> pd.DataFrame:
-    """Delta-PPL curves at fractions 0 and 1 whose areas follow the hierarchy (or its reverse)."""
-    rank = {m: i for i, m in enumerate(cw.MEASURES)}  # 0 = least faithful
+def _curves(text: str, contribution_best: bool, saturated: bool = False) -> pd.DataFrame:
+    """Per-window delta-PPL curves whose areas follow the hierarchy (or its reverse), with window noise;
+    ``saturated``: the smallest fraction already gives 90% of the largest's effect."""
     rows = []
-    for scope in ("head", "joint"):
-        for m in cw.MEASURES:
-            r = rank[m] if contribution_best else len(rank) - 1 - rank[m]
-            for mode, end in (("comprehensiveness", 1.0 + r), ("sufficiency", 5.0 - r)):
-                for f in (0.0, 1.0):
-                    rows.append({"scope": scope, "measure": m, "mode": mode, "fraction": f,
-                                 "delta_ppl": f * end, "text": text})  # fmt: skip
+    for layers in ("layer 1", "layers 1+2"):
+        for scope in ("head", "joint"):
+            for mode, measures in cw.RANKINGS.items():
+                for r, m in enumerate(measures):
+                    r = min(r, 2)  # contribution_abs ranks as contribution
+                    r = r if contribution_best else 2 - r
+                    end = 1.0 + r if mode == "comprehensiveness" else 5.0 - r
+                    for w in range(4):
+                        for f in (0.0, 0.1, 1.0):
+                            y = end * (0.9 if saturated and f > 0 else f) + 0.01 * w
+                            rows.append({"text": text, "layers": layers, "scope": scope, "mode": mode,
+                                         "measure": m, "window": w, "fraction": f,
+                                         "delta_ppl": 0.0 if f == 0 else y})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def _downstream() -> pd.DataFrame:
+def _downstream(clean: float = 0.9) -> pd.DataFrame:
     rows = []
-    for task in cw.DOWNSTREAM:
-        rows.append({"task": task, "measure": "none", "mode": "none", "fraction": 0.0, "accuracy": 0.9})
-        for m in cw.MEASURES:
-            best = m == "contribution"
-            rows.append(
-                {"task": task, "measure": m, "mode": "comprehensiveness", "accuracy": 0.1 if best else 0.5}
-            )
-            rows.append({"task": task, "measure": m, "mode": "sufficiency", "accuracy": 0.8 if best else 0.5})
+    for task in ("sva_linzen", "cause_effect"):
+        for item in range(40):
+            right = (item % 10) < clean * 10
+            rows.append({"task": task, "item": item, "measure": "none", "mode": "none", "fraction": 0.0,
+                         "credit": float(right), "chance": 0.5})  # fmt: skip
+            for mode, measures in cw.RANKINGS.items():
+                for m in measures:
+                    best = m.startswith("contribution")
+                    hurt = (best and mode == "comprehensiveness") or (not best and mode == "sufficiency")
+                    credit = float(right and not (hurt and item % 2 == 0))
+                    rows.append({"task": task, "item": item, "measure": m, "mode": mode, "fraction": 0.1,
+                                 "credit": credit, "chance": 0.5})  # fmt: skip
     return pd.DataFrame(rows)
 
 
 def test_claims_table_on_hand_built_results():
-    exp = cw.configure(scale="cpu", device="cpu")  # 100 items per task: the bar for two choices is 0.6
+    exp = cw.configure(scale="cpu", device="cpu")
     rows = exp.claims(_sinks(), _curves("brown", True), _downstream(), _curves("shakespeare", False))
-    got = [(r.figure, r.verdict) for r in rows]
-    criterion = " (criterion: "
-    assert [f for f, _ in got] == ["Fig. 1"] + ["faithfulness"] * 4 + ["downstream", "decomposition"] + [
-        "sinks", "sinks", "sink-norm removal"] + ["faithfulness"] * 4  # fmt: skip
-    assert [v.split(criterion)[0] for _, v in got] == [HOLDS] * 10 + [DOES_NOT_HOLD] * 4
-    assert got[0][1].endswith("(criterion: mean attention > 0.3 and contribution below half of it)")
-    fig1 = rows[0]
-    assert (fig1.estimate, fig1.n, fig1.null) == (pytest.approx(0.2), 2, 0.0)  # min(0.6 - 0.3, 0.3 - 0.1)
-    assert (rows[1].estimate, rows[1].n) == (1.0, 1)  # one text set, where it holds
-    assert (rows[7].n, rows[8].estimate, rows[8].n) == (100, 0.75, 4)  # cosine pairs; 3 of 4 heads
-    assert (rows[9].estimate, rows[9].null) == (10.0, 0.0)  # the perplexity rises by 10
+    figures = [r.figure for r in rows]
+    assert figures == ["Fig. 1"] * 2 + ["faithfulness"] * 6 + ["downstream", "decomposition"] + [
+        "sinks", "sinks", "sink-norm removal"] + ["faithfulness"] * 6  # fmt: skip
+    words = [r.verdict.split(" (criterion: ")[0].split(":")[0] for r in rows]
+    assert words == [HOLDS] * 13 + [DOES_NOT_HOLD] * 6
+    assert all(r.ours.startswith("[SmolLM2-135M-Instruct, Q4_1") for r in rows[:13])
+    assert all(r.ours.startswith("[this project's GPT") for r in rows[13:])
+    assert (rows[2].estimate, rows[2].n) == (1.0, 2)  # both layer sets hold
+    assert (rows[11].estimate, rows[11].n) == (0.75, 4)  # 3 of 4 heads with an interior minimum
+    assert (rows[12].estimate, rows[12].null) == (10.0, 0.0)  # the perplexity rises by 10
 
 
-def test_claims_table_is_not_testable_at_chance():
-    exp = cw.configure(scale="smoke", device="cpu")  # 4 items per task: the bar is 1.0, never exceeded
-    rows = exp.claims(_sinks(), _curves("brown", True), _downstream(), _curves("shakespeare", False))
-    assert rows[5].verdict == "not testable here: the clean model is at chance on every task"
+def test_claims_table_gates_saturation_and_chance():
+    exp = cw.configure(scale="cpu", device="cpu")
+    rows = exp.claims(_sinks(), _curves("brown", True, saturated=True), _downstream(0.5), _curves("s", True))
+    assert rows[2].verdict.startswith("not testable here: saturated")
+    assert rows[8].verdict == "not testable here: the clean model is not above chance on any task"

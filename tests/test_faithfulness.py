@@ -1,8 +1,6 @@
 """Faithfulness interventions: the ranking against a naive per-query loop, and the curves and multiple-choice
 scores against direct computations on a small GPT."""
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,14 +8,19 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.data.tasks import MultipleChoice, tie_credit
-from attnlab.hf import TextModel
+from attnlab.hf import TextModel, capture, intervene
+from attnlab.metrics import contribution_weights
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.contribution_weights.faithfulness import (
     choice_accuracy,
     curve_areas,
-    hierarchy_holds,
     intervention_curves,
+    joint_contribution,
+    layer_sets,
     rank_mask,
+    term_scores,
+    window_areas,
+    with_delta,
 )
 
 
@@ -66,61 +69,131 @@ def test_per_head_ranking_cannot_tell_the_two_value_weighted_baselines_apart():
     assert not torch.equal(rank_mask(scores, 0.5, True, "joint"), rank_mask(rescaled, 0.5, True, "joint"))
 
 
+def random_layer(B=2, H=3, T=6, D=5):
+    torch.manual_seed(0)
+    scores = torch.randn(B, H, T, T).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+    return scores.softmax(-1), torch.randn(B, H, T, D)
+
+
+@pytest.mark.parametrize("scope", ["head", "joint"])
+def test_output_normalised_zeroes_what_value_weighted_zeroes_in_both_scopes(scope):
+    pattern, values = random_layer()
+    vw = term_scores("value_weighted", pattern, values, scope)
+    on = term_scores("output_normalised", pattern, values, scope)
+    for f in (0.2, 0.5):
+        for top in (True, False):
+            assert torch.equal(rank_mask(vw, f, top, scope), rank_mask(on, f, top, scope))
+    # but raw attention and contribution weights zero other terms
+    c = term_scores("contribution", pattern, values, scope)
+    assert not torch.equal(rank_mask(vw, 0.5, True, scope), rank_mask(c, 0.5, True, scope))
+
+
+def test_joint_contribution_sums_to_the_inter_head_weights_and_each_row_to_one():
+    pattern, values = random_layer()
+    joint = joint_contribution(pattern, values)  # (B, H, T, T)
+    assert torch.allclose(joint.sum(1), contribution_weights(pattern, values, inter_head=True), atol=1e-5)
+    assert torch.allclose(joint.sum((1, 3)), torch.ones(2, 6), atol=1e-5)
+    assert torch.equal(term_scores("contribution", pattern, values, "joint"), joint)
+    assert torch.equal(term_scores("contribution_abs", pattern, values, "joint"), joint.abs())
+    head = term_scores("contribution_abs", pattern, values, "head")
+    assert torch.allclose(head, contribution_weights(pattern, values).abs())
+    with pytest.raises(ValueError):
+        term_scores("attention", pattern, values, "head")
+
+
+def test_layer_sets_are_evenly_spaced_then_together():
+    assert layer_sets(30, 3) == {"layer 5": (5,), "layer 15": (15,), "layer 25": (25,),
+                                 "layers 5+15+25": (5, 15, 25)}  # fmt: skip
+    assert layer_sets(4, 1) == {"layer 2": (2,)}
+    assert layer_sets(2, 2) == {"layer 0": (0,), "layer 1": (1,), "layers 0+1": (0, 1)}
+    with pytest.raises(ValueError):
+        layer_sets(4, 5)
+
+
 def tiny_gpt() -> TextModel:
     torch.manual_seed(0)
     cfg = GPTConfig(n_layer=2, d_model=32, n_head=4, head_dim=8, block_size=16)
     return TextModel(GPT(cfg).eval())
 
 
-def test_curves_zero_nothing_at_fraction_zero_and_everything_at_one():
-    lm = tiny_gpt()
-    ids = torch.randint(0, 256, (3, 12))
-    curves = intervention_curves(lm, ids, [0.0, 1.0], batch_size=2, scopes=("head", "joint"))
-    with torch.no_grad():
-        logits, _ = lm.model(ids)
-    clean = math.exp(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item())
-    zero = curves[curves["fraction"] == 0.0]
-    assert np.allclose(zero["delta_ppl"], 0.0) and np.allclose(zero["ppl"], clean, rtol=1e-5)
-    # Zeroing every term of every layer = attention outputs of zero: the MLP-only model.
-    hooks = [b.attn.register_forward_hook(lambda m, a, out: torch.zeros_like(out)) for b in lm.model.blocks]
+def _nll(lm: TextModel, ids: torch.Tensor, zero_layers: tuple[int, ...]) -> np.ndarray:
+    """Per-window NLL with the attention output of ``zero_layers`` replaced by zeros (the direct way)."""
+    hooks = [
+        lm.model.blocks[layer].attn.register_forward_hook(lambda m, a, out: torch.zeros_like(out))
+        for layer in zero_layers
+    ]
     with torch.no_grad():
         logits, _ = lm.model(ids)
     for h in hooks:
         h.remove()
-    no_attn = math.exp(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item())
-    comp = curves[(curves["fraction"] == 1.0) & (curves["mode"] == "comprehensiveness")]
-    assert np.allclose(comp["ppl"], no_attn, rtol=1e-5)
-    assert len(comp) == 8  # one per measure and scope
+    nll = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
+    return nll.view(len(ids), -1).sum(-1).numpy()
 
 
-def test_areas_and_hierarchy():
+def test_curves_zero_nothing_at_fraction_zero_and_everything_at_one_in_the_chosen_layers_only():
+    lm = tiny_gpt()
+    ids = torch.randint(0, 256, (3, 12))
+    sets = {"layer 1": (1,), "layers 0+1": (0, 1)}
+    rankings = {"comprehensiveness": ("raw", "contribution"), "sufficiency": ("contribution_abs",)}
+    curves = intervention_curves(lm, ids, [0.0, 1.0], sets, rankings, batch_size=2)
+    assert len(curves) == 3 * 2 * 2 * 3  # windows x sets x scopes x measures (fraction 0 is not run)
+    assert np.allclose(curves.groupby("window")["clean_nll"].first(), _nll(lm, ids, ()), rtol=1e-5)
+    for name, layers in sets.items():
+        sub = curves[curves["layers"] == name]
+        for _, row in sub.groupby(["scope", "mode", "measure"]):
+            assert np.allclose(row.sort_values("window")["nll"], _nll(lm, ids, layers), rtol=1e-5)
+    delta = with_delta(curves)
+    zero = delta[delta["fraction"] == 0.0]
+    assert len(zero) == len(curves) and np.allclose(zero["delta_ppl"], 0.0)
+
+
+def test_batched_fractions_equal_one_fraction_at_a_time():
+    lm = tiny_gpt()
+    ids = torch.randint(0, 256, (3, 12))
+    sets, rankings = {"layer 0": (0,)}, {"sufficiency": ("contribution",)}
+    both = intervention_curves(lm, ids, [0.3, 0.6], sets, rankings, batch_size=3)
+    for f in (0.3, 0.6):
+        alone = intervention_curves(lm, ids, [f], sets, rankings, batch_size=2)
+        got = both[both["fraction"] == f].sort_values(["scope", "window"])["nll"].to_numpy()
+        assert np.allclose(got, alone.sort_values(["scope", "window"])["nll"].to_numpy(), rtol=1e-5)
+
+
+def test_areas_on_both_scales():
     rows = []
     for m, slope in zip(
         ["raw", "value_weighted", "output_normalised", "contribution"], [1, 2, 3, 4], strict=True
     ):
-        for f in [0.0, 0.5, 1.0]:
-            rows.append({"measure": m, "mode": "comprehensiveness", "fraction": f, "delta_ppl": slope * f})
-            rows.append({"measure": m, "mode": "sufficiency", "fraction": f, "delta_ppl": (5 - slope) * f})
-    areas = curve_areas(pd.DataFrame(rows))
-    assert areas.loc["contribution", "comprehensiveness"] == pytest.approx(2.0)  # mean of 4 f over [0, 1]
-    order = ["raw", "value_weighted", "output_normalised", "contribution"]
-    assert hierarchy_holds(areas, order) == {"comprehensiveness": True, "sufficiency": True}
-    assert hierarchy_holds(areas, order[::-1]) == {"comprehensiveness": False, "sufficiency": False}
-    # on the log scale: the mean of log(1 + 4 f) over f in {0, 0.5, 1} by the trapezoid rule
-    log_areas = curve_areas(pd.DataFrame(rows), log=True)
+        for w in range(2):
+            for f in [0.0, 0.5, 1.0]:
+                y = slope * f * (1 + w)
+                rows.append(
+                    {"window": w, "measure": m, "mode": "comprehensiveness", "fraction": f, "delta_ppl": y}
+                )
+                rows.append({"window": w, "measure": m, "mode": "sufficiency", "fraction": f,
+                             "delta_ppl": (5 - slope) * f * (1 + w)})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    areas = curve_areas(frame).unstack("mode")
+    assert areas.loc["contribution", "comprehensiveness"] == pytest.approx(3.0)  # mean of 6 f over [0, 1]
+    assert areas.loc["value_weighted", "sufficiency"] == pytest.approx(2.25)  # mean curve (3 f + 6 f) / 2
+    per_window = window_areas(frame, log=True)
+    # on the log scale: window 0's mean of log(1 + 4 f) over f in {0, 0.5, 1} by the trapezoid rule
     expected = (0.5 * np.log(3.0) + 0.5 * (np.log(3.0) + np.log(5.0))) / 2
-    assert log_areas.loc["contribution", "comprehensiveness"] == pytest.approx(expected)
+    assert per_window[0, "contribution", "comprehensiveness"] == pytest.approx(expected)
+    assert per_window[1, "raw", "comprehensiveness"] == pytest.approx(
+        (0.5 * np.log(2.0) + 0.5 * (np.log(2.0) + np.log(3.0))) / 2
+    )
 
 
 def test_clean_choice_scores_match_one_sequence_at_a_time():
     lm = tiny_gpt()
     items = [MultipleChoice("ab", (" c", " dd"), 0), MultipleChoice("xyz w", ("1", "22", "3"), 2)]
     frame = choice_accuracy(lm, items, [("contribution", "sufficiency", 0.0)], batch_size=2)
+    assert list(frame["chance"]) == [0.5, 1 / 3] * 2
     credit = []
     for item in items:
         row = []
         for choice in item.choices:
-            ids = torch.tensor([lm.encode(item.prompt + choice)])
+            ids = torch.tensor([lm.encode("\n" + item.prompt + choice)])
             n = len(lm.encode(choice))
             with torch.no_grad():
                 logp = F.log_softmax(lm.model(ids)[0], -1)[0]
@@ -128,13 +201,37 @@ def test_clean_choice_scores_match_one_sequence_at_a_time():
                 sum(logp[len(ids[0]) - n - 1 + k, ids[0, len(ids[0]) - n + k]].item() for k in range(n))
             )
         credit.append(tie_credit(row, item.answer))
-    clean = frame[frame["measure"] == "none"]["accuracy"].item()
-    assert clean == pytest.approx(np.mean(credit))
-    # fraction 0 zeroes nothing: the same accuracy
-    assert frame[frame["measure"] == "contribution"]["accuracy"].item() == pytest.approx(clean)
+    clean = frame[frame["measure"] == "none"]["credit"].to_numpy()
+    assert np.allclose(clean, credit)
+    # fraction 0 zeroes nothing: the same credits
+    assert np.allclose(frame[frame["measure"] == "contribution"]["credit"], clean)
 
 
 def test_tie_credit():
     assert tie_credit([1.0, 0.0], 0) == 1.0
     assert tie_credit([1.0, 1.0, 0.0], 1) == 0.5
     assert tie_credit([0.0, 1.0], 0) == 0.0
+
+
+def test_curves_of_a_hugging_face_model_skip_only_what_the_intervention_cannot_change():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, max_position_embeddings=32,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    lm = TextModel(model)
+    ids = torch.randint(0, 64, (2, 10))
+    rankings = {"comprehensiveness": ("contribution",)}
+    curves = intervention_curves(lm, ids, [0.5, 1.0], {"layer 2": (2,)}, rankings, scopes=("joint",))
+    with torch.no_grad():
+        for f in (0.5, 1.0):
+            _, records = capture(model, ids, layers=[2])
+            score = term_scores("contribution", records[2]["pattern"], records[2]["values"], "joint")
+            keep = (~rank_mask(score, f, True, "joint")).float()
+            with intervene(model, {2: keep}):
+                logits = model(input_ids=ids).logits
+            nll = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
+            got = curves[curves["fraction"] == f].sort_values("window")["nll"].to_numpy()
+            assert np.allclose(got, nll.view(2, -1).sum(-1).numpy(), rtol=1e-5)

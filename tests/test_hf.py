@@ -324,3 +324,26 @@ def test_other_families_capture_reproduces_the_attention_output(family):
     _check_capture(records, seen, n_heads=6)
     with hf.intervene(model, {0: torch.ones(1)}):  # a scale of one changes nothing
         torch.testing.assert_close(model(ids).logits, logits, rtol=0, atol=0)
+
+
+def test_resuming_at_a_layer_gives_the_full_intervened_pass():
+    model = _tiny_llama()
+    n_layers = len(hf.decoder_layers(model))
+    ids = torch.randint(0, model.config.vocab_size, (2, 9))
+    torch.manual_seed(1)
+    scale = (torch.rand(2, model.config.num_attention_heads, 9, 9) > 0.5).float()
+    with torch.no_grad(), hf.recording_layer_inputs(model, [1, n_layers - 1]) as seen:
+        clean = model(input_ids=ids).logits
+    for start in (1, n_layers - 1):
+        with torch.no_grad(), hf.intervene(model, {start: scale}):
+            full = model(input_ids=ids).logits
+        with torch.no_grad(), hf.resume_at(model, start, seen[start]), hf.intervene(model, {start: scale}):
+            resumed = model(input_ids=ids).logits
+        assert torch.allclose(resumed, full, atol=1e-5) and not torch.allclose(full, clean, atol=1e-3)
+    # the layers are back: a plain pass gives the clean logits again
+    with torch.no_grad():
+        assert torch.allclose(model(input_ids=ids).logits, clean, atol=1e-6)
+    assert hf.decoder_layers(GPT(GPTConfig(n_layer=1, d_model=8, n_head=2, head_dim=4, block_size=8))) is None
+    with pytest.raises(ValueError):
+        with hf.resume_at(model, n_layers, seen[1]):
+            pass

@@ -7,10 +7,12 @@ import torch
 
 from attnlab.metrics import contribution_weights
 from attnlab.papers.contribution_weights.sinks import (
+    binned_minimum,
     cone_concentration,
     contribution_factors,
     convex_fit,
     decomposition,
+    position_value_cosines,
     sink_rate_and_norm,
     sink_value_cosines,
 )
@@ -72,3 +74,34 @@ def test_cone_is_one_for_parallel_outputs_and_lower_for_spread_ones():
     assert cone_concentration(same).item() == pytest.approx(1.0)
     spread = torch.randn(2, 1, 50, 3)
     assert cone_concentration(spread).item() < 0.9
+
+
+def test_position_cosines_of_the_sink_average_its_cosines_per_window():
+    _, values = random_layer(B=2, H=3, T=6, D=5)
+    sink = position_value_cosines(values, 0)
+    per_window = sink_value_cosines(values).view(2, -1).mean(-1)
+    assert torch.allclose(sink, per_window, atol=1e-6)
+    # position 3: cos(v~_3, v~_j) over heads and j in {1, 2, 4, 5}, by a loop
+    v = torch.nn.functional.normalize(values, dim=-1)
+    pairs = [(h, j) for h in range(3) for j in (1, 2, 4, 5)]
+    expected = torch.stack(
+        [torch.stack([v[b, h, 3] @ v[b, h, j] for h, j in pairs]).mean() for b in range(2)]
+    )
+    assert torch.allclose(position_value_cosines(values, 3), expected, atol=1e-6)
+    with pytest.raises(ValueError):
+        position_value_cosines(values, 6)
+
+
+def test_binned_minimum_finds_an_interior_dip_and_rejects_monotone_or_shallow_curves():
+    rng = np.random.default_rng(0)
+    rate = rng.uniform(0, 1, 500)
+    v_shape = binned_minimum(rate, 1.0 + (rate - 0.6) ** 2)
+    assert v_shape["interior"] and v_shape["argmin"] in (5, 6)
+    assert v_shape["left_excess"] > 0.05 and v_shape["right_excess"] > 0.05
+    assert not binned_minimum(rate, 1.0 + rate)["interior"]  # the minimum is the first bin
+    assert not binned_minimum(rate, 1.0 - rate)["interior"]  # the last
+    shallow = binned_minimum(rate, 1.0 + 0.01 * (rate - 0.5) ** 2)  # interior, but the ends are < 5% above it
+    assert shallow["argmin"] in (4, 5) and not shallow["interior"]
+    assert len(v_shape["bin_rate"]) == 10 and np.all(np.diff(v_shape["bin_rate"]) > 0)
+    with pytest.raises(ValueError):
+        binned_minimum(rate[:15], rate[:15])

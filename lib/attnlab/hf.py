@@ -383,6 +383,75 @@ def _gpt_records(model: GPT, cache: list[dict], layers: Sequence[int]) -> dict[i
 
 
 # ----------------------------------------------------------------------------------------------
+# skipping the layers an intervention cannot change
+
+
+def decoder_layers(model: nn.Module) -> nn.ModuleList | None:
+    """The decoder layers of a Hugging Face causal LM (``model.get_decoder().layers``: Llama, Mistral, Qwen
+    and most decoder families), None for this project's ``GPT`` or a model without them."""
+    if isinstance(model, GPT) or not hasattr(model, "get_decoder"):
+        return None
+    layers = getattr(model.get_decoder(), "layers", None)
+    return layers if isinstance(layers, nn.ModuleList) else None
+
+
+@contextlib.contextmanager
+def recording_layer_inputs(model: nn.Module, layers: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
+    """Within the block, every forward pass of a Hugging Face model stores the residual stream entering each
+    of ``layers`` (B, T, D) in the yielded dict (the last pass wins), for :func:`resume_at`."""
+    modules = decoder_layers(model)
+    if modules is None:
+        raise ValueError(f"{type(model).__name__} has no decoder layers to record")
+    seen: dict[int, torch.Tensor] = {}
+
+    def hook(layer: int) -> Callable:
+        def store(module: nn.Module, args: tuple, kwargs: dict) -> None:
+            seen[layer] = (args[0] if args else kwargs["hidden_states"]).detach()
+
+        return store
+
+    handles = [modules[layer].register_forward_pre_hook(hook(layer), with_kwargs=True) for layer in layers]
+    try:
+        yield seen
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+class _Replay(nn.Module):
+    """Stands in for the decoder layers below a resume point: returns the recorded residual stream."""
+
+    def __init__(self, hidden: torch.Tensor) -> None:
+        super().__init__()
+        self.hidden = hidden
+
+    def forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        return self.hidden
+
+
+@contextlib.contextmanager
+def resume_at(model: nn.Module, layer: int, hidden: torch.Tensor) -> Iterator[None]:
+    """Within the block, a forward pass of a Hugging Face model skips its decoder layers 0 .. ``layer`` - 1
+    and feeds ``hidden`` (B, T, D), the residual stream entering ``layer`` recorded from a pass of the same
+    ids (:func:`recording_layer_inputs`), to ``layer``. An intervention (:func:`intervene`) in layers >=
+    ``layer`` then gives the logits of the full pass (up to float rounding) at the cost of the layers from
+    ``layer`` on. The layers are put back after the block."""
+    modules = decoder_layers(model)
+    if modules is None:
+        raise ValueError(f"{type(model).__name__} has no decoder layers to skip")
+    if not 0 <= layer < len(modules):
+        raise ValueError(f"layer {layer} outside 0 .. {len(modules) - 1}")
+    saved = [modules[k] for k in range(layer)]
+    try:
+        for k in range(layer):
+            modules[k] = _Replay(hidden)
+        yield
+    finally:
+        for k, module in enumerate(saved):
+            modules[k] = module
+
+
+# ----------------------------------------------------------------------------------------------
 # public entry points
 
 

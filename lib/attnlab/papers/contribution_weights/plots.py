@@ -9,9 +9,18 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.colors import TwoSlopeNorm
 
-from attnlab.papers.contribution_weights.presets import MEASURE_LABELS, MEASURES
+from attnlab.papers.contribution_weights.faithfulness import window_areas
+from attnlab.papers.contribution_weights.presets import MEASURE_LABELS, RANKINGS
+from attnlab.runner.stats import estimate
+from attnlab.runner.style import color
 
-MEASURE_COLORS = dict(zip(MEASURES, sns.color_palette("colorblind", len(MEASURES)), strict=True))
+_CONCEPT = {"raw": "raw", "value_weighted": "value-weighted", "output_normalised": "output-normalised",
+            "contribution": "contribution", "contribution_abs": "contribution"}  # fmt: skip
+#: Colour by concept (|c| shares contribution's colour), and a line style and marker per measure, so that
+#: curves that coincide stay visible (the later ones are drawn dashed over the earlier).
+MEASURE_COLORS = {m: color(c) for m, c in _CONCEPT.items()}
+MEASURE_STYLE = {"raw": ("-", "o"), "value_weighted": ("--", "s"), "output_normalised": (":", "^"),
+                 "contribution": ("-", "D"), "contribution_abs": (":", "v")}  # fmt: skip
 
 
 def fig1(result: dict) -> plt.Figure:
@@ -38,51 +47,96 @@ def fig1(result: dict) -> plt.Figure:
 
 
 def faithfulness(curves: pd.DataFrame, scope: str) -> plt.Figure:
-    """Delta-PPL vs the fraction of value terms zeroed, terms ranked within ``scope`` ("head" or "joint"):
-    one row per text set, comprehensiveness (top zeroed; higher = more faithful) and sufficiency (bottom
-    zeroed; lower = more faithful)."""
+    """Delta-PPL vs the fraction of value terms zeroed in one layer set (rows), terms ranked within
+    ``scope`` ("head" or "joint"); columns: text set x mode (comprehensiveness: top zeroed, higher = more
+    faithful; sufficiency: bottom zeroed, lower = more faithful). Lines: the mean over windows; bands: its
+    95% interval. Linear axes without offset, so small effects read as they are."""
     curves = curves[curves["scope"] == scope]
-    texts = list(dict.fromkeys(curves["text"]))
-    fig, axes = plt.subplots(len(texts), 2, figsize=(11, 3.4 * len(texts)), squeeze=False)
-    for row, text in zip(axes, texts, strict=True):
-        for ax, mode in zip(row, ("comprehensiveness", "sufficiency"), strict=True):
-            sub = curves[(curves["text"] == text) & (curves["mode"] == mode)]
-            for m in MEASURES:
-                line = sub[sub["measure"] == m].sort_values("fraction")
-                ax.plot(
-                    line["fraction"],
-                    line["delta_ppl"],
-                    "o-",
-                    color=MEASURE_COLORS[m],
-                    label=MEASURE_LABELS[m],
+    sets = list(dict.fromkeys(curves["layers"]))
+    columns = [(t, mode) for t in dict.fromkeys(curves["text"]) for mode in RANKINGS]
+    fig, axes = plt.subplots(
+        len(sets), len(columns), figsize=(3.6 * len(columns), 2.8 * len(sets)), squeeze=False
+    )
+    for row, layers in zip(axes, sets, strict=True):
+        for ax, (text, mode) in zip(row, columns, strict=True):
+            sub = curves[(curves["layers"] == layers) & (curves["text"] == text) & (curves["mode"] == mode)]
+            for m in RANKINGS[mode]:
+                by = sub[sub["measure"] == m].groupby("fraction")["delta_ppl"]
+                est = [estimate(v.to_list()) for _, v in by]
+                x = np.asarray(list(by.groups))
+                ls, marker = MEASURE_STYLE[m]
+                ax.plot(x, [e.mean for e in est], ls=ls, marker=marker, ms=4, color=MEASURE_COLORS[m],
+                        label=MEASURE_LABELS[m])  # fmt: skip
+                ax.fill_between(
+                    x, [e.low for e in est], [e.high for e in est], color=MEASURE_COLORS[m], alpha=0.15
                 )
-            ax.set_yscale("symlog", linthresh=1.0)
+            ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+            ax.axhline(0, color="k", lw=0.6)
             better = "higher" if mode == "comprehensiveness" else "lower"
-            ax.set(
-                title=f"{text}, ranked per {scope if scope == 'head' else 'layer'}: {mode}\n"
-                f"({better} is more faithful)",
-                xlabel="fraction of value terms zeroed per query",
-                ylabel="delta PPL (symlog)",
+            ax.set_title(f"{text}, {layers}\n{mode} ({better} = more faithful)", fontsize=9)
+            ax.set(xlabel="fraction zeroed per query", ylabel="delta PPL")
+    handles, labels = axes[0, -1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8, bbox_to_anchor=(0.5, 1.0))
+    fig.suptitle(f"terms ranked {'per head' if scope == 'head' else 'jointly across heads'}", y=1.03)
+    fig.tight_layout()
+    return fig
+
+
+def areas(curves: pd.DataFrame, log: bool = True) -> plt.Figure:
+    """Area under the delta-PPL curves (log scale by default, the one the claims use), mean over windows
+    with 95% intervals: one panel per (scope, mode), bars grouped by text set and layer set."""
+    per_window = window_areas(curves, log)
+    panels = [(scope, mode) for scope in dict.fromkeys(curves["scope"]) for mode in RANKINGS]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    for ax, (scope, mode) in zip(axes[0], panels, strict=True):
+        sub = per_window.xs((scope, mode), level=["scope", "mode"])
+        groups = list(
+            dict.fromkeys(
+                zip(sub.index.get_level_values("text"), sub.index.get_level_values("layers"), strict=True)
             )
-    axes[0, 0].legend(fontsize=8)
+        )
+        width = 0.8 / len(RANKINGS[mode])
+        for k, m in enumerate(RANKINGS[mode]):
+            est = [
+                estimate(sub.xs((t, lay, m), level=["text", "layers", "measure"]).to_list())
+                for t, lay in groups
+            ]
+            x = np.arange(len(groups)) + (k - (len(RANKINGS[mode]) - 1) / 2) * width
+            ax.bar(x, [e.mean for e in est], width, color=MEASURE_COLORS[m], label=MEASURE_LABELS[m],
+                   hatch="//" if m == "contribution_abs" else None, edgecolor="white")  # fmt: skip
+            err = [[e.mean - e.low for e in est], [e.high - e.mean for e in est]]
+            ax.errorbar(x, [e.mean for e in est], yerr=err, fmt="none", ecolor="k", lw=0.8)
+        ax.set_xticks(np.arange(len(groups)), [f"{t}\n{lay}" for t, lay in groups], rotation=60, fontsize=7)
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+        ax.set(
+            title=f"{'per head' if scope == 'head' else 'joint'}: {mode}",
+            ylabel="area, log(1 + dPPL)" if log else "area, dPPL",
+        )
+    axes[0, -1].legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
 def downstream(frame: pd.DataFrame) -> plt.Figure:
-    """Accuracy per task: clean (dashed line) and with the top or bottom fraction zeroed per measure."""
+    """Accuracy per task with its 95% Wilson interval: clean, and with the top or bottom fraction of the
+    value terms zeroed per measure; the dotted line is chance."""
+    from attnlab.runner.stats import binomial_interval
+
     tasks = list(dict.fromkeys(frame["task"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.8), squeeze=False)
     for ax, task in zip(axes[0], tasks, strict=True):
-        sub = frame[(frame["task"] == task) & (frame["measure"] != "none")]
-        clean = frame[(frame["task"] == task) & (frame["measure"] == "none")]["accuracy"].iloc[0]
-        sns.barplot(
-            data=sub.assign(measure=sub["measure"].map(MEASURE_LABELS)), x="mode", y="accuracy",
-            hue="measure", hue_order=[MEASURE_LABELS[m] for m in MEASURES], ax=ax,
-            palette=[MEASURE_COLORS[m] for m in MEASURES],
-        )  # fmt: skip
-        ax.axhline(clean, color="k", ls="--", lw=1, label="no intervention")
-        ax.set(title=task, xlabel="", ylabel="accuracy", ylim=(0, 1))
+        sub = frame[frame["task"] == task]
+        bars = [("clean", sub[sub["measure"] == "none"], "#4d4d4d")]
+        for mode, ms in RANKINGS.items():
+            bars += [(f"{mode[:4]}. {MEASURE_LABELS[m]}", sub[(sub["mode"] == mode) & (sub["measure"] == m)],
+                      MEASURE_COLORS[m]) for m in ms]  # fmt: skip
+        for k, (_, rows, c) in enumerate(bars):
+            est = binomial_interval(round(rows["credit"].sum()), len(rows))
+            err = [[max(est.mean - est.low, 0.0)], [max(est.high - est.mean, 0.0)]]  # Wilson: rounding only
+            ax.bar(k, est.mean, color=c, yerr=err, capsize=2)
+        ax.axhline(sub["chance"].mean(), color=color("chance"), ls=":", lw=1.2, label="chance")
+        ax.set_xticks(range(len(bars)), [b[0] for b in bars], rotation=70, fontsize=7)
+        ax.set(title=task, ylabel="accuracy", ylim=(0, 1))
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -108,24 +162,34 @@ def decomposition(frame: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def sink_cosines(cosines: pd.DataFrame) -> plt.Figure:
-    """Distribution of cos(v~_sink, v~_j) (pooled sample) and its mean per layer."""
+def sink_cosines(cosines: pd.DataFrame, positions: pd.DataFrame) -> plt.Figure:
+    """Left: distribution of cos(v~_sink, v~_j) (pooled sample). Right: per layer, the mean cos(v~_p, v~_j)
+    of the sink (p = 0) and of the control positions."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
     sample = np.concatenate([np.asarray(s) for s in cosines["sample"]])
     left.hist(sample, bins=60, color="#4c72b0")
     left.axvline(0, color="k", lw=1)
     left.set(title="cos(v~_sink, v~_j), all layers and heads", xlabel="cosine", ylabel="count (sample)")
-    right.bar(cosines["layer"], cosines["mean"], color="#dd8452")
+    for (p, sub), marker in zip(positions.groupby("position"), "osD^", strict=False):
+        by = sub.groupby("layer")["cosine"].mean()
+        right.plot(
+            by.index,
+            by.to_numpy(),
+            marker=marker,
+            ms=4,
+            label="sink (p = 0)" if p == 0 else f"control p = {p}",
+        )
     right.axhline(0, color="k", lw=0.8)
-    right.set(title="mean cosine per layer", xlabel="layer", ylabel="mean cos(v~_sink, v~_j)")
+    right.set(title="mean cos(v~_p, v~_j) per layer", xlabel="layer", ylabel="mean cosine")
+    right.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
 def sink_rate_vs_norm(fits: pd.DataFrame, n_heads: int = 4) -> plt.Figure:
-    """||o_i|| vs the sink rate a_i0 for the heads whose sink rate spans the widest range, with the fitted
-    quadratic of ||o||^2 (square root plotted, over the observed range) and, when convex, its vertex; right:
-    the vertices of all convex heads."""
+    """||o_i|| vs the sink rate a_i0 for the heads whose sink rate spans the widest range, with the binned
+    means the convexity test uses (black) and, as a picture only, the fitted quadratic of ||o||^2 (red, its
+    square root) and, when convex, its vertex; right: the vertices of all convex heads."""
     fig, axes = plt.subplots(1, n_heads + 1, figsize=(3.4 * (n_heads + 1), 3.4))
     top = (
         fits.assign(span=fits["rate_max"] - fits["rate_min"])
@@ -135,11 +199,13 @@ def sink_rate_vs_norm(fits: pd.DataFrame, n_heads: int = 4) -> plt.Figure:
     for ax, (_, head) in zip(axes, top.iterrows(), strict=False):
         rate, norm = np.asarray(head["rate_sample"]), np.asarray(head["norm_sample"])
         ax.scatter(rate, norm, s=5, alpha=0.5)
+        ax.plot(head["bin_rate"], head["bin_norm"], "ko-", ms=3, lw=1, label="binned mean (the test)")
         if head["p2"] > 0:
             coef = np.polyfit(rate, norm**2, 2)
             grid = np.linspace(0, 1, 100)
             ax.plot(grid, np.sqrt(np.clip(np.polyval(coef, grid), 0, None)), "r-", lw=1)
             ax.axvline(head["vertex"], color="r", ls=":", lw=1)
+        ax.legend(fontsize=6)
         ax.set(
             title=f"L{head['layer']} H{head['head']}", xlabel="sink rate a_i0", ylabel="||o_i||", xlim=(0, 1)
         )

@@ -17,13 +17,31 @@ MEASURE_LABELS = {
     "value_weighted": "value-weighted",
     "output_normalised": "value-weighted, output-normalised",
     "contribution": "contribution weights",
+    "contribution_abs": "|contribution weights|",
 }
+#: What the faithfulness curves rank by, per mode. Output-normalised attention zeroes exactly the terms
+#: value-weighted attention zeroes in both scopes (``faithfulness`` module docstring), so it is not run;
+#: sufficiency ranks contribution weights both by signed value and by magnitude.
+RANKINGS = {
+    "comprehensiveness": ("raw", "value_weighted", "contribution"),
+    "sufficiency": ("raw", "value_weighted", "contribution", "contribution_abs"),
+}
+#: The paper's hierarchy as this protocol can test it, least faithful first (output-normalised ranks as
+#: value-weighted does).
+HIERARCHY = ("raw", "value_weighted", "contribution")
 TEXT_SETS = {
     "brown": "Brown corpus, held-out split (stand-in for FineWeb-Edu)",
     "shakespeare": "Shakespeare, held-out split",
     "math": "MathQA word problems with answers, BIG-bench (stand-in for GSM8K)",
 }
-DOWNSTREAM = {"winowhy": "Winogrande", "strategyqa": "BoolQ"}  # our stand-in -> the paper's set
+# Our task -> the paper's set it stands in for (or what it adds). BIG-bench, attnlab.data.tasks.
+DOWNSTREAM = {
+    "sva_linzen": "none: subject-verb agreement (Linzen et al.), a task a 135M model is above chance on",
+    "sva_simple": "none: subject-verb agreement, simple sentences",
+    "cause_effect": "none: commonsense cause and effect, two choices",
+    "winowhy": "Winogrande",
+    "strategyqa": "BoolQ",
+}
 
 
 @dataclass(frozen=True)
@@ -32,7 +50,8 @@ class OwnModel:
 
     model: GPTConfig
     train: TrainConfig
-    windows: int  # held-out windows of ``model.block_size`` bytes for its faithfulness curves
+    windows: int  # held-out windows of ``window`` bytes for its faithfulness curves
+    window: int
     corpus: str = "shakespeare"
 
 
@@ -42,13 +61,15 @@ class Preset:
     dtype: str  # float32 | bfloat16
     window: int  # tokens per text window
     windows: int  # windows per text set
-    batch_size: int
+    batch_size: int  # windows per clean pass; an intervention pass holds len(fractions) times as many
     fractions: tuple[float, ...]  # fractions of value terms zeroed per query
-    scopes: tuple[
-        str, ...
-    ]  # ranking scopes of the faithfulness curves (attnlab.papers.contribution_weights.faithfulness.SCOPES)
+    # ranking scopes of the faithfulness curves (attnlab.papers.contribution_weights.faithfulness.SCOPES)
+    scopes: tuple[str, ...]
+    layers: int  # evenly spaced layers intervened on one at a time, then together (faithfulness.layer_sets)
+    text_sets: tuple[str, ...]  # the default text sets (the notebook's ``text_sets`` overrides)
+    tasks: tuple[str, ...]  # the default downstream tasks (the notebook's ``tasks`` overrides)
     task_limit: int  # multiple-choice items per downstream task
-    task_fraction: float  # the fraction zeroed for the downstream accuracies
+    task_fraction: float  # the fraction zeroed for the downstream accuracies (layers together, joint)
     fig1_tokens: int  # length of the Fig. 1 passage
     own: OwnModel
     bench_lengths: tuple[int, ...]  # sequence lengths of the cost benchmark
@@ -56,7 +77,7 @@ class Preset:
     bench_repeats: int
 
 
-def _own(n_layer: int, d_model: int, steps: int, seq: int, windows: int) -> OwnModel:
+def _own(n_layer: int, d_model: int, steps: int, seq: int, windows: int, window: int) -> OwnModel:
     model = GPTConfig(
         n_layer=n_layer, d_model=d_model, n_head=4, head_dim=d_model // 4, block_size=seq, pos="rope"
     )
@@ -64,38 +85,41 @@ def _own(n_layer: int, d_model: int, steps: int, seq: int, windows: int) -> OwnM
         steps=steps, batch_size=32, seq_len=seq, lr=2e-3, warmup_steps=steps // 10, eval_every=steps // 5,
         eval_batches=4,
     )  # fmt: skip
-    return OwnModel(model, train, windows)
+    return OwnModel(model, train, windows, window)
 
 
-FRACTIONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
+FRACTIONS = (0.0, 0.02, 0.05, 0.1, 0.2)
+_PAPER_TEXTS = ("brown", "math")  # the stand-ins for FineWeb-Edu and GSM8K
+# winowhy and strategyqa: SmolLM2 is at chance on them (docs); by parameter
+_TASKS = ("sva_linzen", "sva_simple", "cause_effect")
 
 PRESETS: dict[str, Preset] = {
-    # About a minute on a CPU (most of it loading SmolLM2).
+    # Under 30 s of compute on a CPU once SmolLM2 is loaded: every code path, nothing judged.
     "smoke": Preset(
-        model="smollm2", dtype="float32", window=24, windows=2, batch_size=2, fractions=(0.0, 0.3, 0.6),
-        scopes=SCOPES,
-        task_limit=4, task_fraction=0.3, fig1_tokens=16, own=_own(2, 32, 40, 32, 2),
+        model="smollm2", dtype="float32", window=16, windows=2, batch_size=4, fractions=(0.0, 0.1, 0.3),
+        scopes=SCOPES, layers=2, text_sets=("brown",), tasks=("sva_linzen",),
+        task_limit=2, task_fraction=0.1, fig1_tokens=16, own=_own(2, 32, 40, 32, 2, 32),
         bench_lengths=(32, 64), bench_naive_max_gb=0.5, bench_repeats=2,
     ),
-    # A 2-core laptop, under 30 minutes.
+    # A 2-core laptop, about 20 minutes: 3 evenly spaced layers, 32 windows of 48 tokens per text set.
     "cpu": Preset(
-        model="smollm2", dtype="float32", window=128, windows=8, batch_size=8, fractions=FRACTIONS,
-        scopes=SCOPES,
-        task_limit=100, task_fraction=0.3, fig1_tokens=32, own=_own(4, 128, 600, 128, 32),
+        model="smollm2", dtype="float32", window=48, windows=32, batch_size=16,
+        fractions=(0.0, 0.02, 0.05, 0.2), scopes=SCOPES, layers=3, text_sets=_PAPER_TEXTS, tasks=_TASKS,
+        task_limit=100, task_fraction=0.1, fig1_tokens=32, own=_own(4, 128, 600, 128, 32, 64),
         bench_lengths=(512, 1024, 2048), bench_naive_max_gb=8.0, bench_repeats=3,
     ),
-    # One GPU: longer windows, many more of them, the full downstream sets' first thousand items.
+    # One GPU: longer windows, many more of them, every sixth layer.
     "gpu": Preset(
-        model="smollm2", dtype="bfloat16", window=512, windows=64, batch_size=16, fractions=FRACTIONS,
-        scopes=SCOPES,
-        task_limit=1000, task_fraction=0.3, fig1_tokens=32, own=_own(6, 384, 5000, 512, 256),
+        model="smollm2", dtype="bfloat16", window=256, windows=64, batch_size=16, fractions=FRACTIONS,
+        scopes=SCOPES, layers=5, text_sets=tuple(TEXT_SETS), tasks=tuple(DOWNSTREAM),
+        task_limit=1000, task_fraction=0.1, fig1_tokens=32, own=_own(6, 384, 5000, 512, 256, 128),
         bench_lengths=(512, 1024, 2048), bench_naive_max_gb=40.0, bench_repeats=10,
     ),
     # The paper's protocol on a 7-8B model (pass its name or folder as ``model``; it needs the weights).
     "paper": Preset(
         model="mistralai/Mistral-7B-v0.1", dtype="bfloat16", window=1024, windows=256, batch_size=4,
-        fractions=FRACTIONS, scopes=SCOPES, task_limit=2000, task_fraction=0.3, fig1_tokens=32,
-        own=_own(6, 384, 5000, 512, 256), bench_lengths=(512, 1024, 2048, 4096), bench_naive_max_gb=40.0,
-        bench_repeats=10,
+        fractions=FRACTIONS, scopes=SCOPES, layers=8, text_sets=tuple(TEXT_SETS), tasks=tuple(DOWNSTREAM),
+        task_limit=2000, task_fraction=0.1, fig1_tokens=32, own=_own(6, 384, 5000, 512, 256, 128),
+        bench_lengths=(512, 1024, 2048, 4096), bench_naive_max_gb=40.0, bench_repeats=10,
     ),
 }  # fmt: skip

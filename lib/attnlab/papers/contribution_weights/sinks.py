@@ -75,6 +75,43 @@ def sink_value_cosines(values: torch.Tensor) -> torch.Tensor:
     return (v[..., 1:, :] @ v[..., :1, :].transpose(-1, -2)).flatten()
 
 
+def position_value_cosines(values: torch.Tensor, position: int) -> torch.Tensor:
+    """Per window, the mean of cos(v~^h_p, v~^h_j) over heads h and tokens j >= 1, j != p: (B,). With p = 0 it
+    is the sink's statistic (``sink_value_cosines``, averaged per window); with a later position p it is the
+    same statistic for an ordinary token, the control that says whether the sink is special."""
+    B, H, T, D = values.shape
+    if not 0 <= position < T:
+        raise ValueError(f"position {position} outside a window of {T} tokens")
+    v = torch.nn.functional.normalize(values.float(), dim=-1)  # (B, H, T, D)
+    cos = (v @ v[..., position : position + 1, :].transpose(-1, -2))[..., 0]  # (B, H, T)
+    keep = torch.ones(T, dtype=torch.bool, device=values.device)
+    keep[0] = keep[position] = False
+    return cos[..., keep].mean(dim=(1, 2))
+
+
+def binned_minimum(rate: np.ndarray, norm: np.ndarray, bins: int = 10, margin: float = 0.05) -> dict:
+    """The convexity test without a fit (claim "sinks", convex ||o|| in the sink rate): sort one head's
+    queries by sink rate, split them into ``bins`` bins of equal count, and take each bin's mean ||o||.
+    ``interior`` is True when the smallest bin mean is neither the first nor the last bin and both end bins
+    exceed it by more than ``margin`` (relative). Returns interior, the argmin bin, the two ends' excess over
+    the minimum (relative) and the bins' mean rates and norms."""
+    rate, norm = np.asarray(rate, dtype=float), np.asarray(norm, dtype=float)
+    if len(rate) < 2 * bins:
+        raise ValueError(f"{len(rate)} points cannot fill {bins} bins of at least 2")
+    order = np.argsort(rate, kind="stable")
+    parts = np.array_split(order, bins)
+    rates = np.array([rate[p].mean() for p in parts])
+    norms = np.array([norm[p].mean() for p in parts])
+    k = int(np.argmin(norms))
+    low = norms[k] if norms[k] > 0 else np.finfo(float).tiny
+    left, right = norms[0] / low - 1, norms[-1] / low - 1
+    return {
+        "interior": bool(0 < k < bins - 1 and left > margin and right > margin),
+        "argmin": k, "left_excess": float(left), "right_excess": float(right),
+        "bin_rate": rates.tolist(), "bin_norm": norms.tolist(),
+    }  # fmt: skip
+
+
 def sink_rate_and_norm(pattern: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per head, the sink rate a^h_i0 and the output norm ||o^h_i|| of every query i >= 1: two (H, B (T - 1))
     tensors."""
