@@ -1,6 +1,7 @@
 """Similarity-bias metrics (XSA Fig. 1) on inputs whose answers are known."""
 
 import pandas as pd
+import pytest
 import torch
 
 from attnlab.metrics import similarity_bias
@@ -80,3 +81,90 @@ def test_by_layer_fits_its_batches_to_the_memory_budget():
         atol=1e-6,
         rtol=0,
     )
+
+
+# Rank measures (S-D routing review): values computed by hand from the singular values.
+
+
+def _plane(n: int, strength: float = 1.0) -> torch.Tensor:
+    """An n x n antisymmetric matrix with one rotation plane: singular values (s, s, 0, ...)."""
+    m = torch.zeros(n, n, dtype=torch.float64)
+    m[0, 1], m[1, 0] = strength, -strength
+    return m
+
+
+def test_rank_measures_of_one_rotation_plane_and_the_identity():
+    from attnlab.metrics import participation_ratio, stable_rank, top_plane_share
+
+    for n in (2, 5, 16):
+        assert stable_rank(_plane(n, 3.0)).item() == pytest.approx(2.0)
+        assert participation_ratio(_plane(n, 3.0)).item() == pytest.approx(2.0)
+        assert top_plane_share(_plane(n, 3.0)).item() == pytest.approx(1.0)
+        eye = torch.eye(n, dtype=torch.float64)
+        assert stable_rank(eye).item() == pytest.approx(n)
+        assert participation_ratio(eye).item() == pytest.approx(n)
+        assert top_plane_share(eye).item() == pytest.approx(min(2, n) / n)
+
+
+def test_rank_measures_on_hand_computed_singular_values():
+    from attnlab.metrics import participation_ratio, stable_rank, top_plane_share
+
+    # singular values 2, 1, 1, 0: sigma^2 = 4, 1, 1, 0
+    m = torch.diag(torch.tensor([1.0, -2.0, 0.0, 1.0], dtype=torch.float64))
+    assert stable_rank(m).item() == pytest.approx(6 / 4)
+    assert participation_ratio(m).item() == pytest.approx(36 / 18)
+    assert top_plane_share(m).item() == pytest.approx(5 / 6)
+    # a non-square matrix with singular values 4 and 3
+    r = torch.tensor([[4.0, 0.0, 0.0], [0.0, 3.0, 0.0]])
+    assert stable_rank(r).item() == pytest.approx(25 / 16)
+    assert participation_ratio(r).item() == pytest.approx(625 / 337)
+    assert top_plane_share(r).item() == pytest.approx(1.0)
+
+
+def test_rank_measures_on_batches_keep_the_batch_shape_and_dtype_and_give_zero_for_zero():
+    from attnlab.metrics import participation_ratio, stable_rank, top_plane_share
+
+    batch = torch.stack(
+        [_plane(4), torch.eye(4, dtype=torch.float64), torch.zeros(4, 4, dtype=torch.float64)]
+    )
+    batch = batch.float().view(1, 3, 4, 4).expand(2, 3, 4, 4)
+    for fn, expected in (
+        (stable_rank, [2.0, 4.0, 0.0]),
+        (participation_ratio, [2.0, 4.0, 0.0]),
+        (top_plane_share, [1.0, 0.5, 0.0]),
+    ):
+        out = fn(batch)
+        assert out.shape == (2, 3) and out.dtype == torch.float32
+        torch.testing.assert_close(out, torch.tensor([expected, expected]))
+
+
+def test_entropy_rank_counts_a_small_tail_that_stable_rank_ignores():
+    from attnlab.metrics import effective_rank, stable_rank
+
+    # one strong plane plus seven weak ones at 1 % of its strength
+    m = _plane(16, 1.0)
+    for i in range(2, 16, 2):
+        m[i, i + 1], m[i + 1, i] = 0.01, -0.01
+    assert stable_rank(m).item() < 2.01
+    assert effective_rank(m).item() > 2.3
+
+
+def test_rank_measures_in_one_pass_equal_the_separate_functions():
+    from attnlab.metrics import (
+        effective_rank,
+        participation_ratio,
+        rank_measures,
+        stable_rank,
+        top_plane_share,
+    )
+
+    m = torch.randn(3, 2, 6, 6, generator=torch.Generator().manual_seed(0))
+    out = rank_measures(m)
+    for name, fn in (
+        ("effective_rank", effective_rank),
+        ("stable_rank", stable_rank),
+        ("participation_ratio", participation_ratio),
+        ("top_plane_share", top_plane_share),
+    ):
+        torch.testing.assert_close(out[name], fn(m))
+        assert out[name].shape == (3, 2)

@@ -3,6 +3,7 @@ interventions of the S-D routing paper (arXiv 2605.18826)."""
 
 import math
 
+import pandas as pd
 import pytest
 import torch
 
@@ -15,14 +16,20 @@ from attnlab.attention import (
 from attnlab.metrics import effective_rank, routing_filtering
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.sd_routing.routing import (
+    energy_dims,
     form_stats,
     gpt_qk,
-    head_dims_from_rank,
+    head_dims_from_dims,
     head_forms,
     hf_qk,
     linearised,
+    model_heads,
     override_forms,
+    random_heads,
+    random_routing,
+    rank_equivalent,
     sa_truncated_forms,
+    sd_heads,
     sd_truncated,
 )
 from attnlab.training.trainer import TrainConfig, train
@@ -227,8 +234,9 @@ def _trained_like(kind: str, seed: int = 0, **kw) -> GPT:
     return model
 
 
-def test_form_override_with_unchanged_forms_reproduces_the_model():
-    model = _trained_like("sa")
+@pytest.mark.parametrize("kind", ["sa", "sd", "sd-shared"])
+def test_form_override_with_unchanged_forms_reproduces_the_model(kind):
+    model = _trained_like(kind)
     idx = torch.randint(0, 256, (2, 12))
     plain = model(idx)[0]
     forms = {i: head_forms(*gpt_qk(b.attn)) for i, b in enumerate(model.blocks)}
@@ -250,8 +258,9 @@ def test_form_override_with_unchanged_forms_reproduces_the_model():
             pass
 
 
-def test_sd_truncations():
-    model = _trained_like("sd")
+@pytest.mark.parametrize("kind", ["sd", "sd-shared"])
+def test_sd_truncations(kind):
+    model = _trained_like(kind)
     no_routing = sd_truncated(model, "routing")
     scalar = sd_truncated(model, "filtering")
     for orig, a, b in zip(model.blocks, no_routing.blocks, scalar.blocks, strict=True):
@@ -263,7 +272,7 @@ def test_sd_truncations():
     assert model.blocks[0].attn.routing().abs().max() > 0  # the original is untouched
 
 
-@pytest.mark.parametrize("kind", ["sa", "sd"])
+@pytest.mark.parametrize("kind", ["sa", "sd", "sd-shared"])
 def test_linearised_keeps_the_weights_and_folds_the_interaction(kind):
     model = _trained_like(kind)
     lin = linearised(model, 1)
@@ -292,7 +301,8 @@ def test_per_layer_head_dims_run_and_count_parameters():
     assert model.param_group("blocks.1.attn.filtering_delta") == "interaction"
     with pytest.raises(ValueError, match="head_dim names"):
         GPTConfig(n_layer=2, head_dim=(8, 8, 8))
-    assert head_dims_from_rank([1.9, 2.6, 11.0, 40.0], base=32) == (8, 8, 32, 32)
+    # whole rotation planes, clamped to [minimum, base]
+    assert head_dims_from_dims([1.0, 2.5, 5.0, 11.0, 40.0], base=32, minimum=4) == (4, 4, 6, 12, 32)
 
 
 def test_sd_without_layernorm_trains():
@@ -332,3 +342,71 @@ def test_hf_fused_layouts_give_the_models_own_query_key_products():
         W = head_forms(*hf_qk(model)[0]).dense().float()  # (H, D, D)
         scores = torch.einsum("ihd,jhd->hij", q, k)
         torch.testing.assert_close(x @ W @ x.T, scores, atol=1e-4, rtol=1e-4)
+
+
+def test_energy_dims_count_the_directions_holding_the_share():
+    one_plane = torch.zeros(8, 8, dtype=torch.float64)
+    one_plane[0, 1], one_plane[1, 0] = 1.0, -1.0
+    # singular values 3, 3, 1, 1 (sigma^2 9, 9, 1, 1: 90 % of 20 is 18, held by the first two)
+    two = torch.zeros(4, 4, dtype=torch.float64)
+    two[0, 1], two[1, 0], two[2, 3], two[3, 2] = 3.0, -3.0, 1.0, -1.0
+    out = energy_dims(torch.stack([one_plane[:4, :4], two, torch.zeros(4, 4, dtype=torch.float64)]), 0.9)
+    assert out.tolist() == [2.0, 2.0, 0.0]
+    assert energy_dims(two, 0.95).item() == 3.0 and energy_dims(two, 0.96).item() == 4.0
+    assert energy_dims(torch.eye(5), 0.9).item() == 5.0
+
+
+def test_rank_equivalent_maps_a_top_plane_share_to_rank_units():
+    assert rank_equivalent("top-plane share", 1.0) == 2.0
+    assert rank_equivalent("top-plane share", 0.25) == 8.0
+    assert rank_equivalent("top-plane share", 0.0) == math.inf
+    assert rank_equivalent("stable rank", 3.5) == 3.5
+
+
+def test_random_baselines_are_seeded_and_match_the_shapes():
+    a, b = random_routing(16, 64, seed=0, share=0.9), random_routing(16, 64, seed=0, share=0.9)
+    pd.testing.assert_frame_equal(a, b)
+    assert len(a) == 64
+    # random antisymmetric 16 x 16: entropy rank well above one plane, below the head dim; stable rank lower
+    assert 11.0 < a["routing_rank"].mean() < 14.0
+    assert a["routing_stable_rank"].mean() < a["routing_rank"].mean()
+    assert (a["routing_top_plane"] >= 2 / 16 - 1e-12).all() and (a["routing_top_plane"] <= 1).all()
+    heads = random_heads([((3, 4, 12), (1, 4, 12)), ((3, 4, 12), (3, 4, 12))], seed=1)
+    assert len(heads) == 6 and heads["layer"].tolist() == [0, 0, 0, 1, 1, 1]
+    # a random form has filtering energy near 1/2
+    assert 0.3 < heads["filtering_energy"].mean() < 0.7
+
+
+def test_shared_projection_form_is_stable_and_its_routing_is_the_head_space_one():
+    model = _trained_like("sd-shared")
+    heads = model_heads(model)
+    assert (heads["n_unstable"] == 0).all()
+    # an S-D head with separate projections has unstable model-space forms at random init
+    torch.manual_seed(0)
+    sd = GPT(GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, attn="sd", pos="learned"))
+    assert (model_heads(sd)["n_unstable"] > 0).any()
+    # D starts at 1: no drift, no spread
+    fresh = sd_heads(sd)
+    assert fresh["d_drift"].abs().max() < 1e-6 and fresh["d_cv"].abs().max() < 1e-6
+    assert fresh["routing_dims"].eq(0).all()  # S = 0 at init
+
+
+def test_check_data_refuses_more_than_one_epoch_and_names_the_build_command(tmp_path):
+    from attnlab.errors import ParameterError
+    from attnlab.papers import sd_routing
+
+    # the gpu scale on the offline byte corpus would read it about ten times per run
+    exp = sd_routing.configure(scale="gpu", device="cpu", corpus="shakespeare")
+    with pytest.raises(ParameterError, match="at most once") as err:
+        exp.check_data()
+    assert sd_routing.presets.shards_command(1e8) in str(err.value)
+    # missing shards stop before anything runs, with the command that builds them
+    exp = sd_routing.configure(scale="gpu", device="cpu", corpus=str(tmp_path / "missing"))
+    with pytest.raises(ParameterError, match="is missing") as err:
+        exp.check_data()
+    assert "--max-tokens 1e8" in str(err.value)
+    assert sd_routing.presets.shards_command(1.3e9).endswith("--max-tokens 1e10")
+    # the cpu scale reads a fraction of an epoch
+    cpu = sd_routing.configure(scale="cpu", device="cpu")
+    t = cpu.preset.sizes["4L-64d"].train
+    assert t.steps * t.batch_size * t.seq_len < 4_000_000

@@ -350,11 +350,70 @@ def effective_rank(matrix: torch.Tensor) -> torch.Tensor:
     each (m, n) matrix of ``matrix`` (..., m, n): exp(H(p)) with p = sigma / sum(sigma) over the singular
     values and H(p) = -sum p log p, returned as (...). A single rotation plane (two equal singular values) has
     effective rank 2, the n x n identity n; a zero matrix 0."""
-    sigma = torch.linalg.svdvals(matrix.double())  # (..., min(m, n))
+    return _entropy_rank(torch.linalg.svdvals(matrix.double())).to(matrix.dtype)
+
+
+def _entropy_rank(sigma: torch.Tensor) -> torch.Tensor:
+    """``effective_rank`` from the singular values ``sigma`` (..., k)."""
     total = sigma.sum(-1, keepdim=True)
     p = sigma / torch.where(total > 0, total, torch.ones_like(total))
     entropy = -torch.special.xlogy(p, p).sum(-1)
-    return torch.where(total.squeeze(-1) > 0, entropy.exp(), torch.zeros_like(entropy)).to(matrix.dtype)
+    return torch.where(total.squeeze(-1) > 0, entropy.exp(), torch.zeros_like(entropy))
+
+
+def _ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    """num / den where den > 0, else 0."""
+    return torch.where(den > 0, num / torch.where(den > 0, den, 1.0), 0.0)
+
+
+def _stable_rank(s2: torch.Tensor) -> torch.Tensor:
+    return _ratio(s2.sum(-1), s2[..., 0])
+
+
+def _participation_ratio(s2: torch.Tensor) -> torch.Tensor:
+    return _ratio(s2.sum(-1).square(), s2.square().sum(-1))
+
+
+def _top_plane_share(s2: torch.Tensor) -> torch.Tensor:
+    return _ratio(s2[..., :2].sum(-1), s2.sum(-1))
+
+
+def stable_rank(matrix: torch.Tensor) -> torch.Tensor:
+    """Stable rank ||M||_F^2 / ||M||_2^2 = sum sigma^2 / max sigma^2 of each (m, n) matrix of ``matrix``
+    (..., m, n), returned as (...) (docs/papers/sd-routing.md, "Rank measures"). Small singular values count
+    by their energy, so unlike the entropy rank a long tail of tiny ones barely moves it. One rotation plane
+    gives 2, the n x n identity n, a zero matrix 0."""
+    return _stable_rank(torch.linalg.svdvals(matrix.double()).square()).to(matrix.dtype)
+
+
+def participation_ratio(matrix: torch.Tensor) -> torch.Tensor:
+    """Participation ratio (sum sigma^2)^2 / sum sigma^4 over the singular values of each (m, n) matrix of
+    ``matrix`` (..., m, n), returned as (...) (docs/papers/sd-routing.md, "Rank measures"): the number of
+    equally strong directions with the same spread of energy. One rotation plane gives 2, the n x n identity
+    n, a zero matrix 0."""
+    return _participation_ratio(torch.linalg.svdvals(matrix.double()).square()).to(matrix.dtype)
+
+
+def top_plane_share(matrix: torch.Tensor) -> torch.Tensor:
+    """Share of the energy ||M||_F^2 held by the top rotation plane, (sigma_1^2 + sigma_2^2) / sum sigma^2,
+    of each (m, n) matrix of ``matrix`` (..., m, n), returned as (...) (docs/papers/sd-routing.md, "Rank
+    measures"). For an antisymmetric matrix the singular values come in equal pairs, one pair per rotation
+    plane, so this is the energy of its strongest plane: 1 for a single plane, 2/n for a rotation spread
+    evenly over n/2 planes. A zero matrix gives 0."""
+    return _top_plane_share(torch.linalg.svdvals(matrix.double()).square()).to(matrix.dtype)
+
+
+def rank_measures(matrix: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``effective_rank``, ``stable_rank``, ``participation_ratio`` and ``top_plane_share`` of each matrix
+    of ``matrix`` (..., m, n) from one singular value decomposition, each (...) in ``matrix``'s dtype, keyed
+    by those names."""
+    sigma = torch.linalg.svdvals(matrix.double())
+    s2 = sigma.square()
+    out = {
+        "effective_rank": _entropy_rank(sigma), "stable_rank": _stable_rank(s2),
+        "participation_ratio": _participation_ratio(s2), "top_plane_share": _top_plane_share(s2),
+    }  # fmt: skip
+    return {k: v.to(matrix.dtype) for k, v in out.items()}
 
 
 def routing_filtering(

@@ -13,22 +13,41 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pandas as pd
 import torch
 
+from attnlab.data import shards
+from attnlab.data.corpora import corpus_names
 from attnlab.errors import ParameterError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.papers.sd_routing import claims as sd_claims
-from attnlab.papers.sd_routing.presets import GPT2_VOCAB, LABELS, MIN_RANK, PRESETS, VARIANTS, Preset
+from attnlab.papers.sd_routing.presets import (
+    GPT2_VOCAB,
+    LABELS,
+    MIN_RANK,
+    PRESETS,
+    PROBE_VARIANTS,
+    ROUTING_ENERGY_SHARE,
+    SD_VARIANTS,
+    VARIANTS,
+    Preset,
+    shards_command,
+)
 from attnlab.papers.sd_routing.routing import (
-    head_dims_from_rank,
+    MEASURE_COLUMNS,
+    head_dims_from_dims,
+    hf_qk,
     linearised,
     load_pretrained,
     model_heads,
     override_forms,
     pretrained_fingerprint,
+    random_heads,
+    random_routing,
+    rank_equivalent,
     sa_truncated_forms,
     sd_heads,
     sd_truncated,
@@ -43,11 +62,17 @@ from attnlab.training.trainer import TrainResult, evaluate, validation_windows
 
 PAPER = "sd_routing"
 
+#: The variants whose head dims are reallocated and retrained.
+REALLOCATED = ("sd", "sd-shared")
+
 #: The S-D interaction (A, delta) starts at O(1), the projections at O(0.02); Adam moves both by about the
 #: learning rate per step, so the interaction group gets this multiple of the learning rate (our choice).
 INTERACTION_LR_SCALE = 10.0
 
 Runs = dict[tuple[str, str, int], TrainResult]
+
+#: Random antisymmetric matrices drawn for the cascade's baseline at each head dim.
+RANDOM_SAMPLES = 256
 
 
 def _count(model: GPTConfig, attention_only: bool = False, non_embedding: bool = True) -> int:
@@ -90,15 +115,37 @@ class SDExperiment(PaperExperiment):
         n = s.model.n_layer
         attn = ("linear",) * linear + (kind,) * (n - linear) if linear else kind
         model = replace(s.model, attn=attn, norm=norm, head_dim=head_dim or s.model.head_dim)
-        lr_scale = {"interaction": INTERACTION_LR_SCALE} if kind == "sd" and linear < n else {}
+        lr_scale = {"interaction": INTERACTION_LR_SCALE} if kind in SD_VARIANTS and linear < n else {}
         return RunSpec(model, replace(s.train, seed=seed, lr_scale=lr_scale), self.preset.corpus)
 
     def check_data(self) -> None:
-        """The corpus exists, with no more token ids than the models' vocabulary, and every pretrained model
-        can load here (a pinned model, a folder or a cached hub name)."""
+        """Before any training: the corpus exists (missing shards stop everything with the command that
+        builds them), with no more token ids than the models' vocabulary and at least as many training tokens
+        as the longest run reads (at most one epoch: no memorisation), and every pretrained model can load
+        here (a pinned model, a folder or a cached hub name)."""
         from attnlab.hf import check_model_name  # transformers: imported only where models are loaded
 
-        check_corpus(self.preset.corpus, min(self.preset.sizes[n].model.vocab_size for n in self.sizes))
+        corpus = self.preset.corpus
+        most = max(
+            t.steps * t.batch_size * t.seq_len for t in (self.preset.sizes[n].train for n in self.sizes)
+        )
+        if corpus not in corpus_names() and not (Path(corpus) / shards.META).is_file():
+            raise ParameterError(
+                f"corpus {corpus!r} is missing. Build it once with {shards_command(most)} (needs the Hugging "
+                "Face hub; another --out folder works when passed as the corpus parameter)."
+            )
+        check_corpus(corpus, min(self.preset.sizes[n].model.vocab_size for n in self.sizes))
+        have = len(corpus_tokens(corpus)["train"])
+        for name in self.sizes:
+            t = self.preset.sizes[name].train
+            need = t.steps * t.batch_size * t.seq_len
+            if need > have:
+                raise ParameterError(
+                    f"{name} reads {need:,} training tokens, {need / have:.1f} epochs of the {have:,} of "
+                    f"corpus {corpus!r}: each token must be seen at most once (no memorisation). Build a "
+                    f"larger corpus once with {shards_command(most)} and pass it as the corpus parameter, or "
+                    "train fewer steps."
+                )
         for name in self.models:
             check_model_name(name)
 
@@ -111,7 +158,8 @@ class SDExperiment(PaperExperiment):
             return None
 
     def train_all(self) -> Runs:
-        """SA, S-D and S-D without LayerNorm at every size and seed; diverged runs are left out."""
+        """Every variant (``VARIANTS``: SA and S-D with and without LayerNorm, S-D with a shared projection)
+        at every size and seed; diverged runs are left out."""
         self.check_data()
         runs = {}
         for size in self.sizes:
@@ -175,104 +223,168 @@ class SDExperiment(PaperExperiment):
     # Pretrained analysis ------------------------------------------------------------------------------
 
     def _pretrained(self, name: str) -> pd.DataFrame:
+        """A pretrained model's heads (``weights`` "trained") and, beside them, Gaussian weights of the same
+        shapes (``weights`` "random init", seed 0)."""
+
         def compute() -> dict:
-            return {"heads": model_heads(load_pretrained(name)).to_dict(orient="list")}
+            model = load_pretrained(name)
+            shapes = [(tuple(q.shape), tuple(k.shape)) for q, k in hf_qk(model)]
+            return {
+                "heads": model_heads(model).to_dict(orient="list"),
+                "random": random_heads(shapes, seed=0).to_dict(orient="list"),
+            }
 
         result, cached = cached_result(
-            "sd_routing_heads", {"model": name}, compute, data=pretrained_fingerprint(name),
+            "sd_routing_heads", {"model": name, "random": 1}, compute, data=pretrained_fingerprint(name),
             code=("papers/sd_routing/routing.py", "metrics.py"),
         )  # fmt: skip
         print(f"{name}: {'loaded from the results cache' if cached else 'analysed'}")
-        return pd.DataFrame(result["heads"])
+        return pd.concat([
+            pd.DataFrame(result["heads"]).assign(weights="trained"),
+            pd.DataFrame(result["random"]).assign(weights="random init"),
+        ], ignore_index=True)  # fmt: skip
 
     def head_analysis(self, runs: Runs) -> pd.DataFrame:
-        """Every head's routing/filtering statistics (``attnlab.papers.sd_routing.routing.form_stats``) for
-        the pretrained models and for this run's trained models (model-space forms; an S-D head's is Wq^T L
-        Wk)."""
-        frames = [self._pretrained(name).assign(model=name, source="pretrained") for name in self.models]
+        """Every head's routing/filtering statistics (``attnlab.papers.sd_routing.routing.form_stats``) of the
+        pretrained models and of this run's trained models (model-space forms; an S-D head's is Wq^T L Wk),
+        each beside its random baseline (``weights`` "random init"): Gaussian weights of the same shapes for a
+        pretrained model, a trained model's own initialisation (same config, same seed) for ours."""
+        frames = [
+            self._pretrained(name).assign(model=name, source="pretrained", seed=0) for name in self.models
+        ]
         for (size, variant, seed), run in runs.items():
-            label = f"ours: {LABELS[variant]} {size} seed {seed}"
-            frames.append(model_heads(run.model).assign(model=label, source=variant))
+            label = f"ours: {LABELS[variant]} {size}"
+            with torch.random.fork_rng():
+                torch.manual_seed(seed)
+                init = GPT(run.model.cfg)
+            for weights, model in (("trained", run.model), ("random init", init)):
+                frames.append(
+                    model_heads(model).assign(model=label, source=variant, seed=seed, weights=weights)
+                )
         return pd.concat(frames, ignore_index=True)
 
     @staticmethod
     def head_summary(heads: pd.DataFrame) -> pd.DataFrame:
-        """Per model: head count, filtering energy (mean) and the share of heads where filtering dominates
-        (energy > 1/2), mean effective ranks of R and F, the share of heads whose routing rank is below their
-        filtering rank, and the share of unstable heads (an eigenvalue of W with positive real part)."""
+        """Per model and weights (trained / random init; ours: seeds pooled): head count, filtering energy
+        (mean) and the share of heads where filtering dominates (energy > 1/2), the mean entropy and stable
+        ranks of R and F, the share of heads whose routing rank is below their filtering rank (each measure),
+        and the share of unstable heads (an eigenvalue of W with positive real part)."""
         g = heads.assign(
             dominant=heads["filtering_energy"] > 0.5,
             lower=heads["routing_rank"] < heads["filtering_rank"],
+            lower_stable=heads["routing_stable_rank"] < heads["filtering_stable_rank"],
             unstable=heads["n_unstable"] > 0,
-        ).groupby("model", sort=False)
+        ).groupby(["model", "weights"], sort=False)
         return pd.DataFrame({
             "heads": g.size(), "filtering energy": g["filtering_energy"].mean(),
             "filtering dominant %": 100 * g["dominant"].mean(), "routing rank": g["routing_rank"].mean(),
             "filtering rank": g["filtering_rank"].mean(),
+            "routing stable rank": g["routing_stable_rank"].mean(),
+            "filtering stable rank": g["filtering_stable_rank"].mean(),
             "routing rank < filtering rank %": 100 * g["lower"].mean(),
+            "routing stable rank < filtering %": 100 * g["lower_stable"].mean(),
             "unstable %": 100 * g["unstable"].mean(),
         })  # fmt: skip
 
     # Spectral cascade and scale trend -----------------------------------------------------------------
 
     def cascade(self, runs: Runs) -> pd.DataFrame:
-        """Effective rank of each layer's routing matrix, averaged over heads: S (head space) for S-D, the
-        antisymmetric part R of the model-space form for SA. One row per (size, variant, seed, layer)."""
+        """Each layer's routing matrix under every rank measure (``MEASURE_COLUMNS``) and the dimensions
+        holding ``ROUTING_ENERGY_SHARE`` of its energy, averaged over heads: S (head space) for the S-D
+        variants, the antisymmetric part R of the model-space form for SA. One row per (size, variant, seed,
+        layer)."""
         rows = []
         for (size, variant, seed), run in runs.items():
-            if variant == "sa":
-                heads = model_heads(run.model)
-            else:
-                heads = sd_heads(run.model)
-            per_layer = heads.groupby("layer")["routing_rank"].mean()
+            sd = variant in SD_VARIANTS
+            heads = sd_heads(run.model, ROUTING_ENERGY_SHARE) if sd else model_heads(run.model)
+            per_layer = heads.groupby("layer")[[*MEASURE_COLUMNS, *(["routing_dims"] if sd else [])]].mean()
             n = run.model.cfg.n_layer
-            for layer, rank in per_layer.items():
+            for layer, values in per_layer.iterrows():
                 rows.append({
                     "size": size, "variant": variant, "seed": seed, "layer": layer,
-                    "depth": layer / max(1, n - 1),
-                    "routing_rank": rank, "head_dim": run.model.cfg.layer_head_dims[layer],
-                    "params": _count(run.model.cfg),
+                    "depth": layer / max(1, n - 1), **values.to_dict(),
+                    "head_dim": run.model.cfg.layer_head_dims[layer], "params": _count(run.model.cfg),
                 })  # fmt: skip
         return pd.DataFrame(rows)
 
+    def cascade_baseline(self) -> pd.DataFrame:
+        """The random baseline of the cascade, per (variant, size): for the S-D variants, random antisymmetric
+        matrices of the head dim (``random_routing``); for SA, R of Gaussian query and key weights of the
+        model's shapes (``random_heads``). Head means of every rank measure."""
+        rows = []
+        for size in self.sizes:
+            m = self.preset.sizes[size].model
+            sa_shapes = [((m.n_head, m.head_dim, m.d_model), (m.kv_heads, m.head_dim, m.d_model))] * m.n_layer
+            for variant in VARIANTS:
+                if variant in SD_VARIANTS:
+                    frame = random_routing(m.head_dim, RANDOM_SAMPLES, 0, ROUTING_ENERGY_SHARE)
+                else:
+                    frame = random_heads(sa_shapes, seed=0)
+                rows.append({"variant": variant, "size": size, "head_dim": m.head_dim,
+                             **frame[list(MEASURE_COLUMNS)].mean().to_dict()})  # fmt: skip
+        return pd.DataFrame(rows)
+
     @staticmethod
-    def cascade_table(cascade: pd.DataFrame) -> pd.DataFrame:
-        """The cascade as one row per (variant, size), one column per layer, seeds averaged."""
-        table = cascade.pivot_table(index=["variant", "size"], columns="layer", values="routing_rank")
-        return table.rename(columns=lambda layer: f"layer {layer}")
+    def cascade_table(cascade: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
+        """The cascade as one row per (measure, variant, size), one column per layer (seeds averaged), with
+        the random baseline of the same shapes in the last column."""
+        tables = []
+        for column, name in MEASURE_COLUMNS.items():
+            table = cascade.pivot_table(index=["variant", "size"], columns="layer", values=column)
+            table = table.rename(columns=lambda layer: f"layer {layer}")
+            table["random"] = baseline.set_index(["variant", "size"])[column].reindex(table.index)
+            tables.append(table.assign(measure=name).set_index("measure", append=True))
+        return pd.concat(tables).reorder_levels(["measure", "variant", "size"])
 
     @staticmethod
     def scale_trend(cascade: pd.DataFrame) -> pd.DataFrame:
-        """Per (size, variant): the fraction of layers at the minimum rank (head-mean routing rank <=
-        MIN_RANK), mean over seeds, against the parameter count."""
-        at_min = cascade.assign(at_min=cascade["routing_rank"] <= MIN_RANK)
-        per_seed = at_min.groupby(["size", "variant", "seed", "params"], sort=False)["at_min"].mean()
-        trend = (
-            per_seed.groupby(["size", "variant", "params"], sort=False).mean().rename("fraction at min rank")
-        )
-        return trend.reset_index().sort_values(["variant", "params"], ignore_index=True)
+        """Per (measure, size, variant, seed): the fraction of layers at the minimum rank (head-mean routing
+        measure at most MIN_RANK in rank units, ``rank_equivalent``), against the parameter count."""
+        rows = []
+        for column, name in MEASURE_COLUMNS.items():
+            ranks = cascade[column].map(lambda v, n=name: rank_equivalent(n, v))
+            at_min = cascade.assign(at_min=ranks <= MIN_RANK)
+            per_seed = at_min.groupby(["size", "variant", "seed", "params"], sort=False)["at_min"].mean()
+            rows.append(per_seed.rename("fraction at min rank").reset_index().assign(measure=name))
+        return pd.concat(rows, ignore_index=True).sort_values(["measure", "variant", "params", "seed"],
+                                                              ignore_index=True)  # fmt: skip
+
+    def drift(self, runs: Runs) -> pd.DataFrame:
+        """How far each S-D layer's D moved from its initialisation (D = 1): per (size, variant, seed, layer),
+        head means of D's mean, its coefficient of variation over the head's dimensions, and its
+        root-mean-square distance from 1; beside them the share of L's energy held by S."""
+        rows = []
+        for (size, variant, seed), run in runs.items():
+            if variant not in SD_VARIANTS:
+                continue
+            per_layer = sd_heads(run.model).groupby("layer")[["d_mean", "d_cv", "d_drift", "routing_energy"]]
+            for layer, values in per_layer.mean().iterrows():
+                rows.append({"size": size, "variant": variant, "seed": seed, "layer": layer,
+                             **values.to_dict()})  # fmt: skip
+        return pd.DataFrame(rows)
 
     # Filtering collapse and inversion -----------------------------------------------------------------
 
     def collapse(self, runs: Runs) -> pd.DataFrame:
         """Perplexity after truncating the filtering part to one scalar per head and after removing the
-        routing part: S-D's D -> mean(D) I and S = 0; for SA the matching truncations of the model-space form,
-        F -> (tr F / r) P and R = 0 (``attnlab.papers.sd_routing.routing.sa_truncated_forms``)."""
+        routing part. The same model-space edits for every variant (``space`` "model"): the head's form W =
+        Wq^T L Wk split into R + F, F -> (tr F / r) P or R = 0 (``sa_truncated_forms``); and for the S-D
+        variants their own head-space edits as separate rows (``space`` "head"): D -> mean(D) I or S = 0
+        (``sd_truncated``)."""
         rows = []
         for (size, variant, seed), run in runs.items():
             model = run.model
-            base = self._loss(model, size)
-            for part, name in (("filtering", "filtering -> scalar"), ("routing", "routing removed")):
-                if variant == "sa":
-                    with override_forms(model, sa_truncated_forms(model, part)):
-                        loss = self._loss(model, size)
-                else:
-                    loss = self._loss(sd_truncated(model, part), size)
-                rows.append({
-                    "size": size, "variant": variant, "seed": seed, "intervention": name,
-                    "ppl": math.exp(loss), "base ppl": math.exp(base),
-                    "ppl change %": _pct(math.exp(loss), math.exp(base)),
-                })  # fmt: skip
+            base = math.exp(self._loss(model, size))
+            for part, name in (("filtering", "filtering to a scalar"), ("routing", "routing removed")):
+                with override_forms(model, sa_truncated_forms(model, part)):
+                    edits = [("model", math.exp(self._loss(model, size)))]
+                if variant in SD_VARIANTS:
+                    edits.append(("head", math.exp(self._loss(sd_truncated(model, part), size))))
+                for space, ppl in edits:
+                    rows.append({
+                        "size": size, "variant": variant, "seed": seed, "space": space, "intervention": name,
+                        "ppl": ppl, "base ppl": base, "ppl change %": _pct(ppl, base),
+                    })  # fmt: skip
         return pd.DataFrame(rows)
 
     def planned_runs(self) -> dict[str, PlannedRun]:
@@ -287,16 +399,17 @@ class SDExperiment(PaperExperiment):
         }
         specs |= {
             f"{self.probe} {variant} first {k} linear seed {seed}": self.spec(self.probe, variant, seed, k)
-            for variant in ("sa", "sd")
+            for variant in PROBE_VARIANTS
             for seed in self.seeds
             for k in self.preset.retrain_linear
         }
         runs = {label: PlannedRun.from_spec(spec) for label, spec in specs.items()}
-        for seed in self.seeds:
-            uniform = PlannedRun.from_spec(self.spec(self.probe, "sd", seed))
-            runs[f"{self.probe} sd reallocated seed {seed}"] = replace(
-                uniform, key=uniform.key + " reallocated"
-            )
+        for variant in REALLOCATED:
+            for seed in self.seeds:
+                uniform = PlannedRun.from_spec(self.spec(self.probe, variant, seed))
+                runs[f"{self.probe} {variant} reallocated seed {seed}"] = replace(
+                    uniform, key=uniform.key + " reallocated"
+                )
         return runs
 
     # Linearisation ------------------------------------------------------------------------------------
@@ -304,11 +417,11 @@ class SDExperiment(PaperExperiment):
     def linearisation(self, runs: Runs) -> pd.DataFrame:
         """Perplexity with the first k layers as ELU+1 linear attention at the probe size, for SA and S-D:
         post hoc (the trained weights, k = 0..n) and retrained from scratch (the preset's k). Changes are
-        relative to the same variant's trained softmax model (k = 0)."""
+        relative to the same variant's trained softmax model (k = 0). Variants: ``PROBE_VARIANTS``."""
         size = self.probe
         n = self.preset.sizes[size].model.n_layer
         rows = []
-        for variant in ("sa", "sd"):
+        for variant in PROBE_VARIANTS:
             for seed in self.seeds:
                 run = runs.get((size, variant, seed))
                 if run is None:
@@ -333,35 +446,45 @@ class SDExperiment(PaperExperiment):
     # Reallocation -------------------------------------------------------------------------------------
 
     def reallocation(self, runs: Runs, cascade: pd.DataFrame) -> pd.DataFrame:
-        """Head dims set per layer from the probe S-D model's measured routing ranks (``head_dims_from_rank``,
-        seeds averaged), retrained; attention parameters and perplexity beside the uniform S-D model."""
+        """Head dims set per layer from the probe S-D models' routing dimensions (the dimensions holding
+        ``ROUTING_ENERGY_SHARE`` of ||S||_F^2, head and seed mean; ``head_dims_from_dims``), retrained, for
+        S-D and S-D with a shared projection; attention parameters and perplexity beside the uniform model of
+        the same variant and seed."""
         size = self.probe
         m = self.preset.sizes[size].model
-        sub = cascade[(cascade["size"] == size) & (cascade["variant"] == "sd")]
-        ranks = sub.groupby("layer")["routing_rank"].mean().tolist()
-        dims = head_dims_from_rank(ranks, base=m.head_dim, minimum=self.preset.min_head_dim)
         rows = []
-        for seed in self.seeds:
-            uniform = runs.get((size, "sd", seed))
-            label = f"{size} S-D head dims {list(dims)} seed {seed}"
-            # head dims equal to the uniform ones name the uniform run, which the cache then loads
-            same = dims == m.layer_head_dims
-            realloc = self._train(self.spec(size, "sd", seed, head_dim=None if same else dims), label)
-            for name, run, hd in (("uniform", uniform, m.layer_head_dims), ("reallocated", realloc, dims)):
-                if run is None:
+        for variant in REALLOCATED:
+            sub = cascade[(cascade["size"] == size) & (cascade["variant"] == variant)]
+            if sub.empty:
+                continue
+            dims = head_dims_from_dims(
+                sub.groupby("layer")["routing_dims"].mean().tolist(), base=m.head_dim,
+                minimum=self.preset.min_head_dim,
+            )  # fmt: skip
+            for seed in self.seeds:
+                uniform = runs.get((size, variant, seed))
+                label = f"{size} {LABELS[variant]} head dims {list(dims)} seed {seed}"
+                # head dims equal to the uniform ones name the uniform run, which the cache then loads
+                same = dims == m.layer_head_dims
+                realloc = self._train(self.spec(size, variant, seed, head_dim=None if same else dims), label)
+                if uniform is None or realloc is None:
                     continue
-                rows.append({
-                    "model": name, "seed": seed, "head dims": " ".join(map(str, hd)),
-                    "attn params": _count(run.model.cfg, attention_only=True),
-                    "ppl": math.exp(self._loss(run.model, size)),
-                })  # fmt: skip
-        frame = pd.DataFrame(rows)
-        base = frame[frame["model"] == "uniform"].set_index("seed")
-        frame["attn params saved %"] = [
-            -_pct(r["attn params"], base.loc[r["seed"], "attn params"]) for _, r in frame.iterrows()
-        ]
-        frame["ppl change %"] = [_pct(r["ppl"], base.loc[r["seed"], "ppl"]) for _, r in frame.iterrows()]
-        return frame
+                base = {"attn": _count(uniform.model.cfg, attention_only=True),
+                        "ppl": math.exp(self._loss(uniform.model, size))}  # fmt: skip
+                for name, run, hd in (
+                    ("uniform", uniform, m.layer_head_dims),
+                    ("reallocated", realloc, dims),
+                ):
+                    attn, ppl = (
+                        _count(run.model.cfg, attention_only=True),
+                        math.exp(self._loss(run.model, size)),
+                    )
+                    rows.append({
+                        "variant": variant, "model": name, "seed": seed, "head dims": " ".join(map(str, hd)),
+                        "attn params": attn, "ppl": ppl, "attn params saved %": -_pct(attn, base["attn"]),
+                        "ppl change %": _pct(ppl, base["ppl"]),
+                    })  # fmt: skip
+        return pd.DataFrame(rows)
 
     # Cost ---------------------------------------------------------------------------------------------
 
@@ -377,7 +500,7 @@ class SDExperiment(PaperExperiment):
             m = self.preset.sizes[size].model
             for seq_len in b.seq_lens:
                 cfg = replace(m, block_size=seq_len)
-                kinds = ("sa", "sd", "linear")
+                kinds = ("sa", "sd", "sd-shared", "linear")
                 costs = block_costs(cfg, kinds, b.batch_size, seq_len, device, repeats=b.repeats, dtype=dtype)
                 for kind, cost in (costs or {}).items():
                     rows.append({"size": size, "seq_len": seq_len, "kind": kind, **cost})
@@ -396,14 +519,18 @@ class SDExperiment(PaperExperiment):
         losses: pd.DataFrame,
         heads: pd.DataFrame,
         cascade: pd.DataFrame,
+        baseline: pd.DataFrame,
         trend: pd.DataFrame,
+        drift: pd.DataFrame,
         collapse: pd.DataFrame,
         linear: pd.DataFrame,
         realloc: pd.DataFrame,
     ) -> list[Claim]:
         """Every claim of docs/papers/sd-routing.md, with a verdict computed from this run's measurements
         (:func:`attnlab.papers.sd_routing.claims.claims`)."""
-        return sd_claims.claims(self, runs, losses, heads, cascade, trend, collapse, linear, realloc)
+        return sd_claims.claims(
+            self, runs, losses, heads, cascade, baseline, trend, drift, collapse, linear, realloc
+        )
 
 
 def configure(

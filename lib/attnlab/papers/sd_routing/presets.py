@@ -3,14 +3,38 @@ the scale presets of its notebook and the paper's reference numbers."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from attnlab.model import GPTConfig
 from attnlab.training.trainer import TrainConfig
 
-#: Trained variants: attention kind and whether the model has LayerNorms.
-VARIANTS: dict[str, tuple[str, bool]] = {"sa": ("sa", True), "sd": ("sd", True), "sd-noln": ("sd", False)}
-LABELS = {"sa": "standard (SA)", "sd": "S-D", "sd-noln": "S-D, no LayerNorm"}
+#: Trained variants: attention kind and whether the model has LayerNorms. "sa-noln" is the control of "S-D
+#: trains without LayerNorm"; "sd-shared" (one projection per head, q_proj is k_proj) the S-D variant whose
+#: model-space form W^T (S - D) W is split into routing W^T S W and filtering -W^T D W exactly.
+VARIANTS: dict[str, tuple[str, bool]] = {
+    "sa": ("sa", True),
+    "sa-noln": ("sa", False),
+    "sd": ("sd", True),
+    "sd-noln": ("sd", False),
+    "sd-shared": ("sd-shared", True),
+}
+LABELS = {
+    "sa": "standard (SA)",
+    "sa-noln": "SA, no LayerNorm",
+    "sd": "S-D",
+    "sd-noln": "S-D, no LayerNorm",
+    "sd-shared": "S-D, shared projection",
+}
+#: The variants with S-D layers (head-space S and D to measure and truncate).
+SD_VARIANTS = ("sd", "sd-noln", "sd-shared")
+#: The variants of the linearisation and reallocation probes.
+PROBE_VARIANTS = ("sa", "sd", "sd-shared")
+
+#: Reallocation (our rule): a layer's head dim is the number of dimensions holding this share of the routing
+#: energy ||S||_F^2 (head mean, rounded up to whole rotation planes), so a concentrated S gives a smaller
+#: head dim than the uniform one.
+ROUTING_ENERGY_SHARE = 0.9
 
 #: "Minimum rank" (our definition): a layer whose routing matrix has a head-mean effective rank <= 2.5, i.e.
 #: one rotation plane (effective rank 2) with at most half a plane's worth of spread into others.
@@ -79,6 +103,21 @@ class Preset:
 
 GPU = {"precision": "bf16", "compile": True}
 
+# The gpu and paper scales' corpus: OpenWebText in GPT-2 tokens, built once with shards_command(); 1e8 tokens
+# is more than any gpu run reads (49M), so no run repeats its data. The offline byte corpora (4-6M bytes)
+# would be read about ten times per gpu run: memorisation, refused by ``SDExperiment.check_data``.
+SHARDS = "shards/openwebtext-gpt2"
+
+
+def shards_command(tokens: float = 1e8) -> str:
+    """The command that builds ``SHARDS`` with at least ``tokens`` training tokens (rounded up to 1e8)."""
+    cap = max(1e8, 10 ** math.ceil(math.log10(tokens)))
+    return (
+        "python -m attnlab.data.shards openwebtext --out data/shards/openwebtext-gpt2 --tokenizer gpt2 "
+        f"--max-tokens 1e{round(math.log10(cap))}"
+    )
+
+
 # GPT-2-shaped sizes; with the GPT-2 vocabulary their parameter counts are the paper's 7M, 18M, 51M, 124M and
 # 355M (the shapes are inferred from those counts).
 PAPER_SIZES = {
@@ -95,34 +134,36 @@ def _paper_size(name: str, steps: int, batch: int, seq: int, lr: float, vocab: i
 
 
 PRESETS: dict[str, Preset] = {
-    # About a minute on a CPU, to exercise every cell.
+    # Seconds on a CPU, to exercise every cell (judges nothing).
     "smoke": Preset(
         sizes={
-            "2L-32d": Size(_gpt(2, 32, 2, 16, 32), _train(30, 8, 32, 3e-3, 2, eval_batches=2)),
-            "3L-32d": Size(_gpt(3, 32, 2, 16, 32), _train(30, 8, 32, 3e-3, 2, eval_batches=2)),
-            "3L-48d": Size(_gpt(3, 48, 3, 16, 32), _train(30, 8, 32, 3e-3, 2, eval_batches=2)),
+            "2L-32d": Size(_gpt(2, 32, 2, 16, 32), _train(20, 8, 32, 3e-3, 2, eval_batches=2)),
+            "3L-32d": Size(_gpt(3, 32, 2, 16, 32), _train(20, 8, 32, 3e-3, 2, eval_batches=2)),
         },
-        probe="3L-32d", retrain_linear=(1,), min_head_dim=4, seeds=(0,), eval_windows=16,
-        models=("minilm", "smollm2"), bench=Bench(seq_lens=(32, 64), batch_size=2, repeats=2),
+        probe="3L-32d", retrain_linear=(1,), min_head_dim=4, seeds=(0,), eval_windows=8,
+        models=("minilm",), bench=Bench(seq_lens=(32, 64), batch_size=2, repeats=2),
     ),
-    # A 2-core laptop, about half an hour.
+    # A 2-core laptop, at most 15 minutes: 5 variants x 2 sizes x 3 seeds and 15 probe retrains (45 runs of
+    # 300 steps), so the models are small (one head dim, 16, for every size: one random baseline) and short.
     "cpu": Preset(
         sizes={
-            "4L-64d": Size(_gpt(4, 64, 4, 16, 128), _train(600, 16, 128, 2e-3)),
-            "6L-96d": Size(_gpt(6, 96, 4, 24, 128), _train(600, 16, 128, 2e-3)),
-            "8L-128d": Size(_gpt(8, 128, 4, 32, 128), _train(600, 16, 128, 2e-3)),
+            "3L-48d": Size(_gpt(3, 48, 3, 16, 128), _train(300, 16, 128, 2e-3)),
+            "4L-64d": Size(_gpt(4, 64, 4, 16, 128), _train(300, 16, 128, 2e-3)),
         },
-        probe="6L-96d", retrain_linear=(2, 4), min_head_dim=8, seeds=(0,), eval_windows=64,
-        models=("minilm", "smollm2"), bench=Bench(seq_lens=(128, 1024, 2048), batch_size=4, repeats=5),
+        probe="4L-64d", retrain_linear=(1,), min_head_dim=4, seeds=(0, 1, 2), eval_windows=64,
+        models=("minilm", "smollm2"), bench=Bench(seq_lens=(128, 1024), batch_size=4, repeats=5),
     ),
-    # One large GPU: the paper's 7M-124M shapes, byte tokens.
+    # One large GPU: the paper's 7M-124M shapes on OpenWebText in GPT-2 tokens (SHARDS, built once with
+    # shards_command(); the notebook stops before training, with that command, when they are missing or hold
+    # fewer tokens than one run reads: every run sees each token at most once).
     "gpu": Preset(
         sizes={
-            name: _paper_size(name, 3000, 32, 512, lr)
+            name: _paper_size(name, 3000, 32, 512, lr, GPT2_VOCAB)
             for name, lr in (("4L-128d", 2e-3), ("6L-256d", 1.5e-3), ("8L-512d", 1e-3), ("12L-768d", 6e-4))
         },
-        probe="12L-768d", retrain_linear=(2, 4, 7), min_head_dim=8, seeds=(0,), eval_windows=256,
+        probe="12L-768d", retrain_linear=(4,), min_head_dim=8, seeds=(0, 1, 2), eval_windows=256,
         models=("minilm", "smollm2"), bench=Bench(seq_lens=(512, 1024, 2048, 4096), batch_size=8, repeats=20),
+        corpus=SHARDS,
     ),
     # The paper's range, 7M-355M, on OpenWebText in GPT-2 tokens (shards built once with python -m
     # attnlab.data.shards), so the parameter counts are exact.
@@ -137,6 +178,6 @@ PRESETS: dict[str, Preset] = {
         probe="12L-768d", retrain_linear=(2, 4, 7), min_head_dim=8, seeds=(0, 1), eval_windows=1024,
         models=("minilm", "smollm2"),
         bench=Bench(seq_lens=(1024, 2048, 4096, 8192), batch_size=8, repeats=20), micro_tokens=8 * 1024,
-        corpus="shards/openwebtext-gpt2",
+        corpus=SHARDS,
     ),
 }  # fmt: skip

@@ -8,11 +8,12 @@ antisymmetric part R = (W - W^T) / 2 routes, its symmetric part F = (W + W^T) / 
   Face models (Llama/Mistral/Qwen ``q_proj``/``k_proj``, BERT ``query``/``key``, GPT-2 ``c_attn``, GPT-NeoX
   ``query_key_value``), exactly and cheaply (``HeadForms``: W restricted to the <= 2d-dimensional subspace the
   head reads);
-- measures them (``form_stats``, ``model_heads``, ``sd_heads``);
+- measures them (``form_stats``, ``model_heads``, ``sd_heads``; four rank measures, ``rank_measures``) beside
+  random baselines of the same shapes (``random_heads``, ``random_routing``);
 - intervenes: truncates an S-D head's D to its mean or removes its S (``sd_truncated``), does the same to the
   symmetric/antisymmetric parts of a standard head's form (``sa_truncated_forms`` + ``override_forms``),
   swaps the first layers for ELU+1 linear attention keeping the weights (``linearised``), and sets each
-  layer's head dim from a measured rank (``head_dims_from_rank``).
+  layer's head dim from the dimensions holding most of its routing energy (``head_dims_from_dims``).
 
 The weight-space analysis ignores positions: a RoPE head's score is x_i^T Wq^T R_{j-i} Wk x_j, whose form at
 offset 0 is the W analysed here; biases of the projections and LayerNorm gains are left out too.
@@ -33,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlab import metrics
 from attnlab.attention import CausalSelfAttention
 from attnlab.metrics import effective_rank, routing_filtering
 from attnlab.model import GPT
@@ -76,10 +78,51 @@ def head_forms(wq: torch.Tensor, wk: torch.Tensor) -> HeadForms:
     return HeadForms(basis, core)
 
 
+#: The rank measures of a routing matrix, by column suffix: the entropy effective rank, the stable rank, the
+#: participation ratio and the energy share of the top rotation plane (``attnlab.metrics``).
+MEASURES = {
+    "rank": "entropy rank",
+    "stable_rank": "stable rank",
+    "pr": "participation ratio",
+    "top_plane": "top-plane share",
+}
+#: The routing columns of the head tables (``routing_<suffix>``), by measure name.
+MEASURE_COLUMNS = {f"routing_{suffix}": name for suffix, name in MEASURES.items()}
+
+
+def rank_equivalent(measure: str, value: float) -> float:
+    """A measure's value in rank units: the ranks as they are, a top-plane share s as 2 / s (the dimensions of
+    1 / s equal planes; one plane: 2), so every measure is judged by the same thresholds."""
+    if measure == "top-plane share":
+        return 2.0 / value if value > 0 else math.inf
+    return value
+
+
+def energy_dims(matrix: torch.Tensor, share: float) -> torch.Tensor:
+    """The number of singular directions that hold ``share`` of the energy ||M||_F^2 of each matrix of
+    ``matrix`` (..., m, n), returned as (...) float (0 for a zero matrix): the reallocation measure, which
+    unlike the entropy rank can call for fewer dimensions than a layer has."""
+    s2 = torch.linalg.svdvals(matrix.double()).square()  # (..., k), descending
+    total = s2.sum(-1, keepdim=True)
+    cum = s2.cumsum(-1) / torch.where(total > 0, total, torch.ones_like(total))
+    dims = (cum < share - 1e-12).sum(-1) + 1
+    return torch.where(total.squeeze(-1) > 0, dims, 0).double()
+
+
+def rank_measures(matrix: torch.Tensor, prefix: str) -> dict[str, object]:
+    """The ``MEASURES`` of each matrix of ``matrix`` (H, n, n) (``attnlab.metrics.rank_measures``, one SVD),
+    as numpy columns ``<prefix>_<suffix>``."""
+    m = metrics.rank_measures(matrix)
+    names = {"rank": "effective_rank", "stable_rank": "stable_rank", "pr": "participation_ratio",
+             "top_plane": "top_plane_share"}  # fmt: skip
+    return {f"{prefix}_{suffix}": m[names[suffix]].numpy() for suffix in MEASURES}
+
+
 def form_stats(wq: torch.Tensor, wk: torch.Tensor) -> pd.DataFrame:
     """One row per head of the layer with weights ``wq`` (H, d, D), ``wk`` (H_kv, d, D): routing and filtering
-    energies, effective ranks of R, F and W, and the eigenvalues of W with positive real part. The eigenvalues
-    come from the d x d matrix Wk Wq^T, whose eigenvalues are the nonzero ones of the D x D form Wq^T Wk."""
+    energies, the rank measures of R and F (``rank_measures``), the entropy rank of W, and the eigenvalues of
+    W with positive real part. The eigenvalues come from the d x d matrix Wk Wq^T, whose eigenvalues are the
+    nonzero ones of the D x D form Wq^T Wk."""
     forms = head_forms(wq, wk)
     M = forms.core
     R, F_ = (M - M.transpose(-1, -2)) / 2, (M + M.transpose(-1, -2)) / 2
@@ -89,12 +132,34 @@ def form_stats(wq: torch.Tensor, wk: torch.Tensor) -> pd.DataFrame:
         "head": range(len(M)),
         "routing_energy": rf["routing_energy"].numpy(),
         "filtering_energy": rf["filtering_energy"].numpy(),
-        "routing_rank": effective_rank(R).numpy(),
-        "filtering_rank": effective_rank(F_).numpy(),
+        **rank_measures(R, "routing"),
+        **rank_measures(F_, "filtering"),
         "form_rank": effective_rank(M).numpy(),
         "n_unstable": rf["n_unstable"].numpy(),
         "max_real": rf["max_real"].numpy(),
     })  # fmt: skip
+
+
+def random_heads(shapes: list[tuple[tuple[int, ...], tuple[int, ...]]], seed: int) -> pd.DataFrame:
+    """``form_stats`` of Gaussian query and key weights with the given per-layer shapes ((H, d, D), (H_kv, d,
+    D)), seeded: the random baseline of a pretrained model's head statistics (every statistic here is scale
+    free, so the weights' scale does not matter). One row per head, with a ``layer`` column."""
+    gen = torch.Generator().manual_seed(seed)
+    frames = []
+    for i, (q_shape, k_shape) in enumerate(shapes):
+        wq = torch.randn(q_shape, generator=gen, dtype=torch.float64)
+        wk = torch.randn(k_shape, generator=gen, dtype=torch.float64)
+        frames.append(form_stats(wq, wk).assign(layer=i))
+    return pd.concat(frames, ignore_index=True)
+
+
+def random_routing(d: int, n: int, seed: int, share: float) -> pd.DataFrame:
+    """The rank measures (``routing_*``) and ``routing_dims`` (``energy_dims`` at ``share``) of ``n`` random
+    antisymmetric d x d matrices G - G^T (G Gaussian, seeded): the random baseline of the spectral cascade at
+    head dim ``d``."""
+    g = torch.randn(n, d, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    S = g - g.transpose(-1, -2)
+    return pd.DataFrame({**rank_measures(S, "routing"), "routing_dims": energy_dims(S, share).numpy()})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -148,10 +213,8 @@ def load_pretrained(name: str) -> nn.Module:
     """A pretrained model's weights, offline: ``"smollm2"`` (SmolLM2-135M, ``attnlab.hf.load``), ``"minilm"``
     (MiniLM-L6, a BERT encoder, from its pinned artifact), a ``.gguf`` file, or any Hugging Face folder or
     cached hub name (``transformers.AutoModel``)."""
-    from attnlab import hf
+    from attnlab import hf  # noqa: I001 (first: it sets the hub mode that transformers reads at import)
     from attnlab.data import artifacts
-
-    hf.set_offline()
     from transformers import AutoModel
 
     if name == "smollm2" or name.endswith(".gguf"):
@@ -182,10 +245,11 @@ def model_heads(model: nn.Module) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def sd_heads(model: GPT) -> pd.DataFrame:
-    """Head-space statistics of every S-D head: effective rank of S (``routing_rank``), of L, the energy
-    fraction of S in L, the mean and spread of D's diagonal, and the largest real part of L's eigenvalues
-    (<= 0 by construction)."""
+def sd_heads(model: GPT, share: float = 0.9) -> pd.DataFrame:
+    """Head-space statistics of every S-D head: the rank measures of S (``routing_*``, ``rank_measures``) and
+    the dimensions holding ``share`` of its energy (``routing_dims``), the entropy rank of L, the energy
+    fraction of S in L, D's diagonal (mean, coefficient of variation, and its root-mean-square distance from
+    the initial 1, ``d_drift``), and the largest real part of L's eigenvalues (<= 0 by construction)."""
     frames = []
     for i, block in enumerate(model.blocks):
         if not block.attn.routing_filtering:
@@ -197,10 +261,11 @@ def sd_heads(model: GPT) -> pd.DataFrame:
             )
         rf = routing_filtering(L)
         frames.append(pd.DataFrame({
-            "layer": i, "head": range(len(L)), "head_dim": L.shape[-1],
-            "routing_rank": effective_rank(S).numpy(), "interaction_rank": effective_rank(L).numpy(),
+            "layer": i, "head": range(len(L)), "head_dim": L.shape[-1], **rank_measures(S, "routing"),
+            "routing_dims": energy_dims(S, share).numpy(), "interaction_rank": effective_rank(L).numpy(),
             "routing_energy": rf["routing_energy"].numpy(), "d_mean": D.mean(-1).numpy(),
-            "d_cv": (D.std(-1) / D.mean(-1)).numpy(), "max_real": rf["max_real"].numpy(),
+            "d_cv": (D.std(-1) / D.mean(-1)).numpy(), "d_drift": (D - 1).square().mean(-1).sqrt().numpy(),
+            "max_real": rf["max_real"].numpy(),
         }))  # fmt: skip
     if not frames:
         raise ValueError("the model has no S-D layers")
@@ -322,15 +387,8 @@ def linearised(model: GPT, k: int) -> GPT:
     return out
 
 
-def head_dims_from_rank(
-    ranks: list[float], base: int, minimum: int = 8, margin: float = 2.0
-) -> tuple[int, ...]:
+def head_dims_from_dims(dims: list[float], base: int, minimum: int = 8) -> tuple[int, ...]:
     """Per-layer head dims for reallocation (the paper: "e.g. 8 early, 64 late"; the rule is ours,
-    docs/papers/sd-routing.md): the smallest power of two >= ``margin`` x the layer's measured effective rank,
-    clamped to [``minimum``, ``base``]. The margin leaves room for the filtering gains beside the rotation
-    planes the rank counts."""
-    dims = []
-    for r in ranks:
-        want = 2 ** math.ceil(math.log2(max(margin * r, 1.0)))
-        dims.append(int(min(base, max(minimum, want))))
-    return tuple(dims)
+    docs/papers/sd-routing.md): a layer's measured routing dimensions (``energy_dims``, head mean) rounded up
+    to whole rotation planes (an even number), clamped to [``minimum``, ``base``]."""
+    return tuple(int(min(base, max(minimum, 2 * math.ceil(d / 2 - 1e-9)))) for d in dims)
