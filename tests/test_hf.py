@@ -1,6 +1,7 @@
 """Capture and intervention on Hugging Face causal LMs (a tiny random Llama built from a config, and the real
 SmolLM2-135M GGUF) and on this project's own GPT."""
 
+import os
 import time
 
 import pytest
@@ -12,6 +13,7 @@ pytest.importorskip("gguf")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 from attnlab import hf  # noqa: E402
+from attnlab.errors import ParameterError  # noqa: E402
 from attnlab.metrics import contribution_weights  # noqa: E402
 from attnlab.model import GPT, GPTConfig  # noqa: E402
 
@@ -347,3 +349,27 @@ def test_resuming_at_a_layer_gives_the_full_intervened_pass():
     with pytest.raises(ValueError):
         with hf.resume_at(model, n_layers, seen[1]):
             pass
+
+
+def test_hub_mode_is_offline_only_when_asked_or_unreachable(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setattr(hf, "hub_reachable", lambda: True)
+    hf._choose_hub_mode()
+    assert "HF_HUB_OFFLINE" not in os.environ  # online: downloads allowed
+    monkeypatch.setattr(hf, "hub_reachable", lambda: False)
+    hf._choose_hub_mode()
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["HF_DATASETS_OFFLINE"] == "1"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # asked for online: never overridden
+    hf._choose_hub_mode()
+    assert os.environ["HF_HUB_OFFLINE"] == "0"
+
+
+def test_an_uncached_hub_name_is_accepted_online_and_refused_offline(monkeypatch):
+    name = "someone/not-a-cached-model"
+    monkeypatch.setattr(hf, "hub_offline", lambda: False)
+    hf.check_model_name(name)  # downloaded on load
+    monkeypatch.setattr(hf, "hub_offline", lambda: True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ParameterError, match="hub downloads are off here \\(HF_HUB_OFFLINE is set\\)"):
+        hf.check_model_name(name)

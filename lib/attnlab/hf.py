@@ -33,15 +33,38 @@ Tested with transformers 5.24 (gguf 0.19, accelerate 1.15).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# Set before transformers / huggingface_hub are imported: they read these once, at import time.
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["HF_DATASETS_OFFLINE"] = "1"
+#: What :func:`hub_reachable` asks for: the hub's front page, with this timeout in seconds.
+HUB_URL, HUB_TIMEOUT = "https://huggingface.co", 3.0
+
+
+@functools.cache
+def hub_reachable() -> bool:
+    """Whether the Hugging Face hub answers from here (asked once per process)."""
+    try:
+        urllib.request.urlopen(HUB_URL, timeout=HUB_TIMEOUT).close()
+    except OSError:
+        return False
+    return True
+
+
+def _choose_hub_mode() -> None:
+    """Offline mode only when asked (``HF_HUB_OFFLINE`` set, as the Makefile does) or when the hub does not
+    answer; otherwise a hub name downloads as it would with ``transformers`` alone. Decided before
+    transformers / huggingface_hub are imported: they read the flags once, at import time."""
+    if "HF_HUB_OFFLINE" not in os.environ and not hub_reachable():
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+_choose_hub_mode()
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -74,14 +97,11 @@ Scales = Mapping[int, torch.Tensor] | Callable[[int], torch.Tensor | None]
 _PROBE = "_attnlab_probe"
 
 
-def set_offline() -> None:
-    """Make ``transformers`` / ``datasets`` / ``huggingface_hub`` never try the network: set
-    ``HF_HUB_OFFLINE=1`` and ``HF_DATASETS_OFFLINE=1``, and the hub's own flag, which it read at import."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["HF_DATASETS_OFFLINE"] = "1"
+def hub_offline() -> bool:
+    """True when hub downloads are off: asked for (``HF_HUB_OFFLINE``) or the hub does not answer."""
     import huggingface_hub.constants
 
-    huggingface_hub.constants.HF_HUB_OFFLINE = True
+    return bool(huggingface_hub.constants.HF_HUB_OFFLINE)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -90,20 +110,22 @@ def set_offline() -> None:
 
 def check_model_name(name: str) -> None:
     """Fail at once, naming the parameter's value, unless :func:`load` can load ``name`` here: a pinned
-    artifact (``"smollm2"``, ``"minilm"``), an existing folder or ``.gguf`` file, or a hub name already in
-    the local Hugging Face cache (the project runs offline, so a hub name that is not cached cannot load)."""
+    artifact (``"smollm2"``, ``"minilm"``), an existing folder or ``.gguf`` file, a hub name already in the
+    local Hugging Face cache, or, where the hub is reachable and offline mode was not asked for, any hub
+    name (downloaded on load)."""
     if not isinstance(name, str) or not name:
         raise ParameterError(f"a model must be a non-empty name or path, got {name!r}")
     if name in artifacts.ARTIFACTS or Path(name).expanduser().exists():
         return
     from huggingface_hub import constants, try_to_load_from_cache
 
-    if isinstance(try_to_load_from_cache(name, "config.json"), str):
+    if isinstance(try_to_load_from_cache(name, "config.json"), str) or not hub_offline():
         return
+    why = "HF_HUB_OFFLINE is set" if os.environ.get("HF_HUB_OFFLINE") == "1" else "the hub does not answer"
     raise ParameterError(
         f"model {name!r} is not a pinned model (smollm2, minilm), an existing folder or .gguf file, or a hub "
-        f"name in the local cache ({constants.HF_HUB_CACHE}); download it once where the hub is reachable "
-        f"(huggingface-cli download {name}) or pass a folder"
+        f"name in the local cache ({constants.HF_HUB_CACHE}), and hub downloads are off here ({why}); "
+        f"download it once where the hub is reachable (huggingface-cli download {name}) or pass a folder"
     )
 
 
@@ -121,7 +143,7 @@ def load(
     attn_implementation: str = ATTN_IMPLEMENTATION,
     device: str | torch.device = "cpu",
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """A causal LM and its tokenizer, offline, in eval mode.
+    """A causal LM and its tokenizer, in eval mode (from the hub only where :func:`check_model_name` allows).
 
     ``name_or_path``: ``"smollm2"`` (the pinned SmolLM2-135M GGUF artifact), a folder holding a Hugging Face
     checkpoint (or a GGUF file, named by ``gguf_file``), a path to a ``.gguf`` file, or a hub name already in
@@ -129,7 +151,6 @@ def load(
     to ``"eager"``; ``capture`` and ``intervene`` switch other implementations on the fly). A tokenizer
     without a pad token gets its EOS token as pad token, so batches of texts can be padded.
     """
-    set_offline()
     if str(name_or_path) == "smollm2":
         name_or_path = smollm2_gguf()
     path = Path(name_or_path)
