@@ -69,7 +69,7 @@ def test_parameters_cell_is_typed_and_documented(path):
     for name, p in declared.items():
         assert p["inferred_type_name"] != "None", f"{name} has no type annotation"
         assert p["help"], f"{name} has no help comment"
-    assert declared["scale"]["default"] == '"smoke"'  # the stored outputs are smoke-scale ones
+    assert declared["scale"]["default"] == '"auto"'  # $ATTNLAB_SCALE (smoke for the stored outputs), else cpu
 
 
 @pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)

@@ -49,9 +49,11 @@ def test_bad_scale_is_rejected_by_the_cli(no_execution):
         run.main(["--scale", "huge"])
 
 
-def test_notebook_defaults_resolve_to_smoke():
+def test_notebook_defaults_resolve_to_auto(monkeypatch):
+    monkeypatch.setenv("ATTNLAB_SCALE", "smoke")
     params = run.resolve_parameters("xsa", {})
-    assert params == {"scale": "smoke", "seeds": [], "device": "auto", "sizes": [], "corpus": ""}
+    assert params == {"scale": "auto", "seeds": [], "device": "auto", "sizes": [], "corpus": ""}
+    assert xsa.configure(**params).scale == "smoke"
     assert run.resolve_parameters("xsa", {"scale": "cpu"})["scale"] == "cpu"
 
 

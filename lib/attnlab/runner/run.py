@@ -210,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     names = [n for n in args.notebooks.replace(",", " ").split() if n] or list(PAPERS)
+    if args.store:
+        os.environ[SCALE_ENV] = "smoke"  # the kernels inherit it: the notebooks' scale "auto" is smoke here
     try:
         overrides = dict(parse_assignment(p) for p in args.param)
         scale = choose_scale(args.scale, overrides, args.store)
@@ -225,8 +227,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.nproc is not None:
         # the notebook kernels inherit it; attnlab.training.launch reads it
         os.environ[NPROC_ENV] = str(args.nproc)
-    if args.store:
-        os.environ[SCALE_ENV] = "smoke"  # the kernels inherit it: the notebooks' scale "auto" is smoke here
     own = {k: v for k, v in overrides.items() if k != "scale"}
     walls = {}
     for i, (name, params) in enumerate(plan.items(), 1):
