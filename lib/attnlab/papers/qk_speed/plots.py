@@ -12,8 +12,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 
 from attnlab.metrics import DTAP_EDGES
+from attnlab.runner import style
 
 VARIANT_COLORS = {"baseline": "#4c72b0", "fast QK": "#dd8452"}
 
@@ -22,7 +25,8 @@ def dtap_grid(
     hists: dict[str, tuple[np.ndarray, np.ndarray]], ncols: int = 4, xlabel: str = "distinct"
 ) -> plt.Figure:
     """One DTAP heatmap per run: % of test samples (mean over seeds, ± std in each cell) by attention-mass bin
-    (x) and true-label-probability bin (y), seaborn coolwarm, the paper's bin edges."""
+    (x) and true-label-probability bin (y), the paper's bin edges; a sequential colormap (a share: more is
+    darker) with one colorbar for every panel."""
     names = list(hists)
     nrows = math.ceil(len(names) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 3.1 * nrows), squeeze=False)
@@ -38,7 +42,7 @@ def dtap_grid(
         sns.heatmap(
             grid,
             ax=ax,
-            cmap="coolwarm",
+            cmap=style.SHARE_CMAP,
             vmin=0,
             vmax=100,
             annot=labels,
@@ -51,7 +55,9 @@ def dtap_grid(
         ax.set_yticks(np.arange(len(ticks)), ticks[::-1], fontsize=7)
         ax.set(title=name, xlabel=f"attention mass on {xlabel} tokens", ylabel="P(true label)")
         ax.title.set_fontsize(9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 0.92, 1))
+    bar = fig.add_axes((0.935, 0.15, 0.012, 0.7))
+    fig.colorbar(ScalarMappable(Normalize(0, 100), style.SHARE_CMAP), cax=bar, label="% of test samples")
     return fig
 
 
