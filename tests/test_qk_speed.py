@@ -305,12 +305,16 @@ def test_dtap_mean_over_seeds():
 
 
 def _labelled(fig):
-    return all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes if ax.axison)
+    panels = [ax for ax in fig.axes if ax.axison and ax.get_label() != "<colorbar>"]
+    return all(ax.get_xlabel() and ax.get_ylabel() for ax in panels)
 
 
 def test_plots_have_labelled_axes():
     hist = (np.full((5, 5), 4.0), np.zeros((5, 5)))
-    assert _labelled(plots.dtap_grid({"A": hist, "B": hist}, ncols=3))
+    dtap = plots.dtap_grid({"A": hist, "B": hist}, ncols=3)
+    assert _labelled(dtap)
+    [bar] = [ax for ax in dtap.axes if ax.get_label() == "<colorbar>"]  # one colorbar for the shares
+    assert bar.get_ylabel() == "% of test samples"
     fig3 = pd.DataFrame(
         [
             {"ov": ov, "alpha": a, "epoch": e, "loss": 1.0 / (e + 1), "fd": 0.1}
