@@ -56,7 +56,7 @@ def dtap_grid(
         ax.set(title=name, xlabel=f"attention mass on {xlabel} tokens", ylabel="P(true label)")
         ax.title.set_fontsize(9)
     fig.tight_layout(rect=(0, 0, 0.92, 1))
-    bar = fig.add_axes((0.935, 0.15, 0.012, 0.7))
+    bar = fig.add_axes((0.935, 0.15, 0.012, 0.7), label="<colorbar>")
     fig.colorbar(ScalarMappable(Normalize(0, 100), style.SHARE_CMAP), cax=bar, label="% of test samples")
     return fig
 
