@@ -1,14 +1,28 @@
-"""What every paper's experiment shares: where its figures go and which device it runs on."""
+"""What every paper's experiment shares: where its figures go, which device it runs on, and how a ``steps``
+parameter rescales a training schedule."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
 import torch
 
 from attnlab import paths
-from attnlab.training.trainer import resolve_device
+from attnlab.training.trainer import TrainConfig, resolve_device
+
+
+def with_steps(train: TrainConfig, steps: int) -> TrainConfig:
+    """``train`` lasting ``steps`` steps, its warmup and evaluation interval scaled in proportion (the same
+    warmup share and number of evaluations): a notebook's ``steps`` parameter."""
+    scale = steps / train.steps
+    return replace(
+        train,
+        steps=steps,
+        warmup_steps=round(train.warmup_steps * scale),
+        eval_every=max(1, round(train.eval_every * scale)),
+    )
 
 
 class PaperExperiment:
