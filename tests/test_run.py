@@ -8,8 +8,9 @@ import pytest
 
 from attnlab.errors import ParameterError
 from attnlab.papers import xsa
+from attnlab.papers.experiment import with_steps
 from attnlab.runner import run
-from attnlab.runner.params import parse_assignment
+from attnlab.runner.params import check_count, check_number, check_numbers, parse_assignment
 from attnlab.training.launch import NPROC_ENV, config_from
 from attnlab.training.trainer import TrainConfig
 
@@ -35,6 +36,19 @@ def no_execution(monkeypatch):
         (["--notebooks", "contribution_weights", "-p", "tasks=['mmlu']"], "tasks: unknown ['mmlu']"),
         (["--notebooks", "contribution_weights", "-p", "seed=-1"], "seed must be a non-negative"),
         (["--notebooks", "contribution_weights", "-p", "model=3"], "model must be"),
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "lr_grid={'9L': [1e-3]}"], "lr_grid must map"),
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "lr_grid={'2L-64d': [2]}"], "lr_grid['2L-64d'] must"),
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "steps=-1"], "steps must be a positive integer"),
+        (["--scale", "cpu", "--notebooks", "qk_speed", "-p", "ratios=[0, 1]"], "ratios must be a list"),
+        (["--scale", "cpu", "--notebooks", "qk_speed", "-p", "ratios=[2]"], "ratios: a sweep needs"),
+        (["--scale", "cpu", "--notebooks", "qk_speed", "-p", "fast_ratio=0.5"], "fast_ratio must be"),
+        (["--scale", "cpu", "--notebooks", "qk_speed", "-p", "epochs=1.5"], "epochs must be"),
+        (["--scale", "cpu", "--notebooks", "sd_routing", "-p", "steps=-3"], "steps must be"),
+        (["--scale", "cpu", "--notebooks", "sd_routing", "-p", "retrain_linear=[5]"], "retrain_linear must"),
+        (["--notebooks", "contribution_weights", "-p", "fractions=[0.1]"], "fractions: a curve needs"),
+        (["--notebooks", "contribution_weights", "-p", "fractions=[0, 0.1]"], "fractions must be a list"),
+        (["--notebooks", "contribution_weights", "-p", "layers=-1"], "layers must be"),
+        (["--notebooks", "contribution_weights", "-p", "windows=1"], "windows: the intervals"),
         (["--scale", "cpu", "-p", "seeds"], "key=value"),
         (["--store", "-p", "seeds=[3]"], "--store runs the notebooks with their stored"),
     ],
@@ -52,7 +66,9 @@ def test_bad_scale_is_rejected_by_the_cli(no_execution):
 def test_notebook_defaults_resolve_to_auto(monkeypatch):
     monkeypatch.setenv("ATTNLAB_SCALE", "smoke")
     params = run.resolve_parameters("xsa", {})
-    assert params == {"scale": "auto", "seeds": [], "device": "auto", "sizes": [], "corpus": ""}
+    assert params == {
+        "scale": "auto", "seeds": [], "device": "auto", "sizes": [], "corpus": "", "lr_grid": {}, "steps": 0
+    }  # fmt: skip
     assert xsa.configure(**params).scale == "smoke"
     assert run.resolve_parameters("xsa", {"scale": "cpu"})["scale"] == "cpu"
 
@@ -64,6 +80,44 @@ def test_configure_validates_and_resolves_presets():
     assert xsa.configure(scale="cpu", seeds=[5], sizes=["2L-64d"]).sizes == ("2L-64d",)
     with pytest.raises(ParameterError, match="scale must be auto or one of"):
         xsa.configure(scale="tiny")
+
+
+def test_xsa_research_parameters_reach_the_runs():
+    assert xsa.configure(scale="cpu").preset == xsa.PRESETS["cpu"]  # the defaults: the preset's values
+    exp = xsa.configure(scale="cpu", lr_grid={"8L-64d": [1e-3, 5e-4], "2L-64d": []}, steps=100)
+    sizes = exp.preset.sizes
+    assert sizes["8L-64d"].lrs == (5e-4, 1e-3)  # sorted
+    assert sizes["2L-64d"].lrs == xsa.PRESETS["cpu"].sizes["2L-64d"].lrs  # []: the preset's grid
+    train = exp.spec("2L-64d", "xsa", 0).train
+    assert (train.steps, train.warmup_steps, train.eval_every) == (100, 10, 5)  # preset 500, 50, 25
+    runs = exp.planned_runs()  # what make plan counts
+    assert "8L-64d lr=0.0005 sa seed 0" in runs and "8L-64d lr=0.002 sa seed 0" not in runs
+    assert runs["8L-64d xsa seed 0"].tokens == 100 * 16 * 128  # steps x batch x context
+
+
+def test_research_parameter_checks():
+    assert check_count("steps", 0) == 0 and check_count("steps", 7) == 7
+    assert check_numbers("ratios", [5, 0.5], (1.0,)) == (0.5, 5.0)
+    assert check_numbers("ratios", [], (1.0, 2.0)) == (1.0, 2.0)
+    assert check_number("fast_ratio", 0, 20.0, low=1.0) == 20.0
+    assert check_number("fast_ratio", 3, 20.0, low=1.0) == 3.0
+    for bad in ([True], [float("nan")], [1, 1], ["1"], 1.0, [0], [1.0]):
+        with pytest.raises(ParameterError, match="^lrs"):
+            check_numbers("lrs", bad, (), high=1.0)
+    for bad in (-1, 1.0, True, "3"):
+        with pytest.raises(ParameterError, match="^steps"):
+            check_count("steps", bad)
+    for bad in (0.5, -2, "2", None):
+        with pytest.raises(ParameterError, match="^fast_ratio"):
+            check_number("fast_ratio", bad, 20.0, low=1.0)
+
+
+def test_with_steps_keeps_the_warmup_share_and_the_number_of_evaluations():
+    train = TrainConfig(steps=500, warmup_steps=50, eval_every=25)
+    assert with_steps(train, 500) == train
+    short = with_steps(train, 40)
+    assert (short.steps, short.warmup_steps, short.eval_every) == (40, 4, 2)
+    assert with_steps(train, 1).eval_every == 1
 
 
 def test_parse_assignment_reads_literals_and_strings(tmp_path):

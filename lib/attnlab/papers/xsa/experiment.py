@@ -19,12 +19,19 @@ from attnlab.data import shards
 from attnlab.data.tasks import TASKS, accuracy, load_task
 from attnlab.errors import ParameterError
 from attnlab.model import GPT, GPTConfig
-from attnlab.papers.experiment import PaperExperiment
+from attnlab.papers.experiment import PaperExperiment, with_steps
 from attnlab.papers.xsa.claims import claims as xsa_claims
 from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
 from attnlab.papers.xsa.presets import GPU_CORPUS, GPU_CORPUS_COMMAND, PAPER_TABLE1, PRESETS, Preset
 from attnlab.runner.claims import Claim
-from attnlab.runner.params import check_device, check_scale, check_seeds, check_subset
+from attnlab.runner.params import (
+    check_count,
+    check_device,
+    check_numbers,
+    check_scale,
+    check_seeds,
+    check_subset,
+)
 from attnlab.runner.plan import PlannedRun
 from attnlab.runner.stats import binomial_interval
 from attnlab.tools.benchmark import block_costs
@@ -446,13 +453,33 @@ def configure(
     device: str = "auto",
     sizes: list[str] | tuple[str, ...] = (),
     corpus: str = "",
+    lr_grid: dict[str, list[float]] | None = None,
+    steps: int = 0,
 ) -> XSAExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``corpus``: a corpus
     name or a folder of token shards (``python -m attnlab.data.shards``; a relative folder is looked up in the
-    data folder too); empty: the preset's, FineWeb in GPT-2 tokens at paper scale."""
+    data folder too); empty: the preset's, FineWeb in GPT-2 tokens at paper scale. ``lr_grid``: size name ->
+    its learning-rate grid (Fig. 4), replacing the preset's grid of each size named (an empty list: the
+    preset's); the search still extends a winning edge ``lr_extensions`` times. ``steps``: training steps of
+    every size, warmup and evaluations scaled in proportion; 0: the preset's."""
     scale = check_scale(scale)
     preset = PRESETS[scale]
-    preset = replace(preset, corpus=corpus_parameter(corpus, preset.corpus))
+    lr_grid = {} if lr_grid is None else lr_grid
+    if not isinstance(lr_grid, dict) or not set(lr_grid) <= set(preset.sizes):
+        raise ParameterError(
+            f"lr_grid must map size names of scale {scale} ({list(preset.sizes)}) to learning-rate lists; "
+            f"got {lr_grid!r}"
+        )
+    steps = check_count("steps", steps)
+    tuned = {
+        name: replace(
+            size,
+            lrs=check_numbers(f"lr_grid[{name!r}]", lr_grid.get(name, []), size.lrs, high=1.0),
+            train=with_steps(size.train, steps or size.train.steps),
+        )
+        for name, size in preset.sizes.items()
+    }
+    preset = replace(preset, corpus=corpus_parameter(corpus, preset.corpus), sizes=tuned)
     return XSAExperiment(
         scale=scale,
         preset=preset,
