@@ -270,14 +270,33 @@ def test_configure_and_runner_registration():
     with pytest.raises(ParameterError, match="seeds must be distinct"):
         qk_speed.configure(seeds=[1, 1])
     assert run.resolve_parameters("qk_speed", {}) == {
-        "scale": "smoke",
+        "scale": "auto",
         "seeds": [],
         "device": "auto",
         "workers": 0,
+        "ratios": [],
+        "fast_ratio": 0.0,
+        "epochs": 0,
     }
     assert qk_speed.configure(workers=3).workers == 3 and qk_speed.configure().workers >= 1
     with pytest.raises(ParameterError, match="workers must be"):
         qk_speed.configure(workers=-1)
+
+
+def test_research_parameters_reach_the_circuit_runs():
+    assert qk_speed.configure(scale="cpu").preset == qk_speed.PRESETS["cpu"]  # the defaults: the preset's
+    exp = qk_speed.configure(scale="cpu", ratios=[40, 1], fast_ratio=40, epochs=5)
+    c = exp.preset.circuits
+    assert (c.ratios, c.fast_fafo, c.max_epochs) == ((1.0, 40.0), 40.0, 5)
+    jobs = exp._ratio_jobs()
+    assert {ratio for _, ratio, _, _ in jobs} == {1.0, 40.0}
+    assert {cfg["max_epochs"] for *_, cfg in jobs} == {5}  # the sweep at the row-1 budget
+    fast = [cfg for run, _, cfg in exp._fig2_jobs() if run.label == "FAFO QK x40"]
+    assert fast and {cfg["lr_qk"] for cfg in fast} == {40 * c.lr}
+    for bad in ({"ratios": [0, 1]}, {"ratios": [3]}, {"fast_ratio": 1.0}, {"epochs": -1}):
+        (key,) = bad
+        with pytest.raises(ParameterError, match=f"^{key}"):
+            qk_speed.configure(scale="cpu", **bad)
 
 
 def test_paper_presets_follow_the_sheet():

@@ -272,7 +272,7 @@ def _fig2(exp: QKSpeedExperiment, fig2: pd.DataFrame) -> list[Claim]:
         ),
     ]
     pairs = [
-        (fafo, labels[4], f"eta_QK = {c.fast_fafo:g} x eta_OV (0.2 vs 0.01)"),
+        (fafo, labels[4], f"eta_QK = {c.fast_fafo:g} x eta_OV; paper: 0.2 vs 0.01"),
         (fafo, labels[5], f"QK LR ramp x1 -> x{c.ramp_fafo:g}"),
         (labels[6], labels[7], f"key LR x{c.fast_caco:g} (0.05 vs 0.01)"),
         (labels[6], labels[8], f"QK LR ramp x1 -> x{c.ramp_caco:g}"),

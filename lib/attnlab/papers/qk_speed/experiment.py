@@ -60,7 +60,14 @@ from attnlab.papers.qk_speed.text_tasks import (
     train_qa,
 )
 from attnlab.runner.claims import Claim
-from attnlab.runner.params import check_device, check_scale, check_seeds
+from attnlab.runner.params import (
+    check_count,
+    check_device,
+    check_number,
+    check_numbers,
+    check_scale,
+    check_seeds,
+)
 from attnlab.runner.plan import PlannedRun
 from attnlab.training.cache import cached_result, result_path
 
@@ -630,16 +637,33 @@ def configure(
     seeds: list[int] | tuple[int, ...] = (),
     device: str = "auto",
     workers: int = 0,
+    ratios: list[float] | tuple[float, ...] = (),
+    fast_ratio: float = 0.0,
+    epochs: int = 0,
 ) -> QKSpeedExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``seeds`` are the
     synthetic-task seeds (Figs. 2-3 and the ratio sweep; empty: the preset's); ``workers`` the processes that
     train the (single-threaded) fixed-attention runs of Fig. 3 in parallel, 0 = one per available CPU core
-    (the circuit runs of Fig. 2 and the ratio sweep train all at once on ``device``)."""
+    (the circuit runs of Fig. 2 and the ratio sweep train all at once on ``device``). ``ratios``: the
+    eta_QK / eta_OV ratios of the sweep; ``fast_ratio``: the ratio of Fig. 2's "FAFO QK x20" run (faster QK,
+    above 1); ``epochs``: the row-1 and ratio-sweep budget in epochs (early stop at ``loss_stop``); empty or
+    0: the preset's."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
         raise ParameterError(f"workers must be a non-negative integer; got {workers!r}")
     workers = workers or len(os.sched_getaffinity(0))
     scale = check_scale(scale)
     preset = PRESETS[scale]
+    c = preset.circuits
+    sweep = check_numbers("ratios", ratios, c.ratios)
+    if len(sweep) < 2:
+        raise ParameterError(f"ratios: a sweep needs at least two ratios; got {ratios!r}")
+    circuits = replace(
+        c,
+        ratios=sweep,
+        fast_fafo=check_number("fast_ratio", fast_ratio, c.fast_fafo, low=1.0),
+        max_epochs=check_count("epochs", epochs) or c.max_epochs,
+    )
+    preset = replace(preset, circuits=circuits)
     seeds = check_seeds(seeds, preset.seeds)
     if preset.ratio_seeds > len(seeds):
         preset = replace(preset, ratio_seeds=len(seeds))
