@@ -410,3 +410,26 @@ def test_check_data_refuses_more_than_one_epoch_and_names_the_build_command(tmp_
     cpu = sd_routing.configure(scale="cpu", device="cpu")
     t = cpu.preset.sizes["4L-64d"].train
     assert t.steps * t.batch_size * t.seq_len < 4_000_000
+
+
+def test_research_parameters_reach_the_training_specs():
+    from attnlab.errors import ParameterError
+    from attnlab.papers import sd_routing
+
+    cpu = sd_routing.PRESETS["cpu"]
+    assert sd_routing.configure(scale="cpu", device="cpu").preset == cpu  # the defaults: the preset's
+    exp = sd_routing.configure(scale="cpu", device="cpu", steps=100, retrain_linear=[3, 1])
+    train = exp.spec("3L-48d", "sd", 0).train
+    assert (train.steps, train.warmup_steps, train.eval_every) == (100, 10, 20)  # preset 300, 30, 60
+    assert exp.preset.retrain_linear == (1, 3)
+    runs = exp.planned_runs()  # what make plan counts
+    assert {"4L-64d sd first 1 linear seed 0", "4L-64d sd first 3 linear seed 0"} <= set(runs)
+    bad = [
+        ({"steps": -1}, "steps"),
+        ({"retrain_linear": [5]}, "retrain_linear"),  # the probe size has 4 layers
+        ({"retrain_linear": [1, 1]}, "retrain_linear"),
+        ({"retrain_linear": [4], "sizes": ["3L-48d"]}, "retrain_linear"),  # the probe is then 3L-48d
+    ]
+    for params, key in bad:
+        with pytest.raises(ParameterError, match=f"^{key}"):
+            sd_routing.configure(scale="cpu", device="cpu", **params)

@@ -22,7 +22,7 @@ from attnlab.data import shards
 from attnlab.data.corpora import corpus_names
 from attnlab.errors import ParameterError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
-from attnlab.papers.experiment import PaperExperiment
+from attnlab.papers.experiment import PaperExperiment, with_steps
 from attnlab.papers.sd_routing import claims as sd_claims
 from attnlab.papers.sd_routing.presets import (
     GPT2_VOCAB,
@@ -53,7 +53,7 @@ from attnlab.papers.sd_routing.routing import (
     sd_truncated,
 )
 from attnlab.runner.claims import Claim
-from attnlab.runner.params import check_device, check_scale, check_seeds, check_subset
+from attnlab.runner.params import check_count, check_device, check_scale, check_seeds, check_subset
 from attnlab.runner.plan import PlannedRun
 from attnlab.tools.benchmark import block_costs
 from attnlab.training.cache import RunSpec, cached_result, check_corpus, corpus_parameter, corpus_tokens
@@ -540,18 +540,30 @@ def configure(
     sizes: list[str] | tuple[str, ...] = (),
     models: list[str] | tuple[str, ...] = (),
     corpus: str = "",
+    steps: int = 0,
+    retrain_linear: list[int] | tuple[int, ...] = (),
 ) -> SDExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``models``: the
     pretrained models to analyse ("smollm2", "minilm", a Hugging Face folder or a cached hub name); empty: the
     preset's. ``corpus``: a corpus name or a folder of token shards (``python -m attnlab.data.shards``; a
     relative folder is looked up in the data folder too); empty: the preset's, OpenWebText in GPT-2 tokens at
-    paper scale."""
+    paper scale. ``steps``: training steps of every size, warmup and evaluations scaled in proportion; 0: the
+    preset's. ``retrain_linear``: the numbers k of leading ELU+1 layers of the models retrained at the probe
+    size (1 to its layer count); empty: the preset's."""
     scale = check_scale(scale)
     preset = PRESETS[scale]
-    preset = replace(preset, corpus=corpus_parameter(corpus, preset.corpus))
     if not isinstance(models, (list, tuple)) or not all(isinstance(m, str) and m for m in models):
         raise ParameterError(f"models must be a list of model names or folders; got {models!r}")
-    return SDExperiment(
+    steps = check_count("steps", steps)
+    preset = replace(
+        preset,
+        corpus=corpus_parameter(corpus, preset.corpus),
+        sizes={
+            name: replace(size, train=with_steps(size.train, steps or size.train.steps))
+            for name, size in preset.sizes.items()
+        },
+    )
+    exp = SDExperiment(
         scale=scale,
         preset=preset,
         seeds=check_seeds(seeds, preset.seeds),
@@ -559,3 +571,15 @@ def configure(
         models=tuple(models) or preset.models,
         device=check_device(device),
     )
+    n = preset.sizes[exp.probe].model.n_layer
+    ks = retrain_linear
+    if (
+        not isinstance(ks, (list, tuple))
+        or len(set(ks)) != len(ks)
+        or not all(isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= n for k in ks)
+    ):
+        raise ParameterError(
+            f"retrain_linear must be distinct layer counts from 1 to {n} (the {n} layers of probe size "
+            f"{exp.probe}); got {retrain_linear!r}"
+        )
+    return replace(exp, preset=replace(preset, retrain_linear=tuple(sorted(ks)) or preset.retrain_linear))
