@@ -235,3 +235,23 @@ def test_curves_of_a_hugging_face_model_skip_only_what_the_intervention_cannot_c
             nll = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
             got = curves[curves["fraction"] == f].sort_values("window")["nll"].to_numpy()
             assert np.allclose(got, nll.view(2, -1).sum(-1).numpy(), rtol=1e-5)
+
+
+def test_faithfulness_settings_are_notebook_parameters():
+    from attnlab.errors import ParameterError
+    from attnlab.papers import contribution_weights as cw
+
+    assert cw.configure(scale="cpu").preset == cw.PRESETS["cpu"]  # the defaults: the preset's
+    exp = cw.configure(scale="cpu", fractions=[0.5, 0.1], layers=5, windows=8)
+    assert (exp.preset.fractions, exp.preset.windows) == ((0.0, 0.1, 0.5), 8)  # the clean pass kept
+    assert list(exp.layer_sets(30)) == [*(f"layer {k}" for k in (3, 9, 15, 21, 27)), "layers 3+9+15+21+27"]
+    bad = [
+        ({"fractions": [0.2]}, "fractions"),
+        ({"fractions": [0.0, 0.2]}, "fractions"),
+        ({"fractions": [0.2, 1.0]}, "fractions"),
+        ({"layers": -1}, "layers"),
+        ({"windows": 1}, "windows"),
+    ]
+    for params, key in bad:
+        with pytest.raises(ParameterError, match=f"^{key}"):
+            cw.configure(scale="cpu", **params)

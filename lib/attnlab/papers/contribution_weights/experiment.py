@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -52,7 +52,7 @@ from attnlab.papers.contribution_weights.sinks import (
 )
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.runner.claims import Claim
-from attnlab.runner.params import check_device, check_scale, check_subset
+from attnlab.runner.params import check_count, check_device, check_numbers, check_scale, check_subset
 from attnlab.runner.plan import PlannedRun
 from attnlab.runner.stats import estimate
 from attnlab.tools.benchmark import contribution_cost
@@ -443,14 +443,32 @@ def configure(
     text_sets: list[str] | tuple[str, ...] = (),
     tasks: list[str] | tuple[str, ...] = (),
     seed: int = 0,
+    fractions: list[float] | tuple[float, ...] = (),
+    layers: int = 0,
+    windows: int = 0,
 ) -> ContributionExperiment:
-    """Validate the notebook's parameters and resolve them against the scale's preset."""
+    """Validate the notebook's parameters and resolve them against the scale's preset. ``fractions``: the
+    fractions of value terms zeroed per query on the faithfulness curves (at least two, each in (0, 1); the
+    clean pass, fraction 0, is always there); ``layers``: how many evenly spaced layers are intervened on (at
+    most the model's); ``windows``: text windows per text set (at least two); empty or 0: the preset's."""
     scale = check_scale(scale)
     preset = PRESETS[scale]
     if not isinstance(model, str):
         raise ParameterError(f"model must be a Hugging Face name, a folder or 'smollm2'; got {model!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ParameterError(f"seed must be a non-negative integer; got {seed!r}")
+    chosen = check_numbers("fractions", fractions, (), high=1.0)
+    if len(chosen) == 1:
+        raise ParameterError(f"fractions: a curve needs at least two fractions; got {fractions!r}")
+    n_windows = check_count("windows", windows) or preset.windows
+    if n_windows < 2:
+        raise ParameterError(f"windows: the intervals are over windows, so at least two; got {windows!r}")
+    preset = replace(
+        preset,
+        fractions=(0.0, *chosen) if chosen else preset.fractions,
+        layers=check_count("layers", layers) or preset.layers,
+        windows=n_windows,
+    )
     return ContributionExperiment(
         scale=scale,
         preset=preset,
