@@ -283,6 +283,17 @@ def test_configure_and_runner_registration():
         qk_speed.configure(workers=-1)
 
 
+def test_workers_default_without_an_affinity_call(monkeypatch):
+    """macOS and Windows have no os.sched_getaffinity: workers=0 falls back to os.cpu_count()."""
+    import os
+
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 5)
+    assert qk_speed.configure(workers=0).workers == 5
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert qk_speed.configure(workers=0).workers == 1
+
+
 def test_research_parameters_reach_the_circuit_runs():
     assert qk_speed.configure(scale="cpu").preset == qk_speed.PRESETS["cpu"]  # the defaults: the preset's
     exp = qk_speed.configure(scale="cpu", ratios=[40, 1], fast_ratio=40, epochs=5)

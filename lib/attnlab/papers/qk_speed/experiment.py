@@ -632,6 +632,14 @@ class QKSpeedExperiment(PaperExperiment):
         return paper_claims.claims(self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain)
 
 
+def available_cores() -> int:
+    """The CPU cores this process may run on: its affinity set where the platform has one (Linux), else
+    ``os.cpu_count()`` (macOS, Windows), at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def configure(
     scale: str = "smoke",
     seeds: list[int] | tuple[int, ...] = (),
@@ -650,7 +658,7 @@ def configure(
     0: the preset's."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
         raise ParameterError(f"workers must be a non-negative integer; got {workers!r}")
-    workers = workers or len(os.sched_getaffinity(0))
+    workers = workers or available_cores()
     scale = check_scale(scale)
     preset = PRESETS[scale]
     c = preset.circuits
