@@ -96,3 +96,15 @@ def test_no_core_module_imports_a_paper():
             names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
             offenders += [f"{path.name}: {n}" for n in names if n.startswith("attnlab.papers")]
     assert len(core) > 10 and not offenders, offenders
+
+
+def test_readme_overview_matches_the_committed_cpu_claims(monkeypatch):
+    """The README's verdict counts are regenerated from figures/cpu/*/claims.csv, never edited by hand: a
+    stale block (claims re-run, README not) fails here."""
+    from attnlab.runner import report
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(ROOT / "figures"))
+    readme = (ROOT / "README.md").read_text()
+    assert report.readme_block("cpu") in readme, "run: python -m attnlab.runner.report --scale cpu --readme"
+    for image in re.findall(r"\]\((figures/[^)]+\.png)\)", readme):
+        assert (ROOT / image).is_file(), image

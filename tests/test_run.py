@@ -243,3 +243,27 @@ def test_smoke_claims_say_they_judge_nothing(tmp_path, capsys):
     assert SMOKE_NOTE in (tmp_path / "smoke" / "xsa" / "claims.md").read_text()
     assert SMOKE_NOTE in capsys.readouterr().out
     assert SMOKE_NOTE not in (tmp_path / "cpu" / "xsa" / "claims.md").read_text()
+
+
+def test_the_runner_says_what_a_notebook_computed_and_what_came_from_the_cache(monkeypatch, tmp_path, capsys):
+    build = tmp_path / "build"
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setenv("ATTNLAB_BUILD", str(build))
+    computing = {"on": True}
+
+    def execute(source, target, parameters, log_output):
+        if computing["on"]:  # a first run: one trained run and two analysis results land in the cache
+            (build / "runs" / "k1").mkdir(parents=True)
+            (build / "runs" / "k1" / "result.pt").write_bytes(b"x")
+            (build / "results" / "fig1").mkdir(parents=True)
+            for key in ("a", "b"):
+                (build / "results" / "fig1" / f"{key}.pt").write_bytes(b"x")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"metadata": {"papermill": {}}, "cells": []}))
+
+    monkeypatch.setattr(run, "execute", execute)
+    assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--quiet"]) == 0
+    assert "computed 1 training runs and 2 other results (now cached)" in capsys.readouterr().out
+    computing["on"] = False
+    assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--quiet"]) == 0
+    assert "every expensive result loaded from the cache" in capsys.readouterr().out

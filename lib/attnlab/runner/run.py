@@ -195,6 +195,24 @@ def strip_noise(path: Path) -> None:
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
+def cache_state() -> dict[Path, int]:
+    """Every finished entry of the results cache (trained runs' ``result.pt``, ``cached_result`` files)
+    with its modification time: compared before and after a notebook to tell what it computed."""
+    build = paths.build_dir()
+    files = [*build.glob("runs/*/result.pt"), *build.glob("results/*/*.pt")]
+    return {f: f.stat().st_mtime_ns for f in files if f.is_file()}
+
+
+def cache_summary(before: dict[Path, int], after: dict[Path, int]) -> str:
+    """What a notebook computed, from the cache's state before and after it: "every expensive result
+    loaded from the cache" on a cached re-run, else how many training runs and other results it stored."""
+    fresh = [f for f, mtime in after.items() if before.get(f) != mtime]
+    if not fresh:
+        return "every expensive result loaded from the cache"
+    runs = sum(f.name == "result.pt" for f in fresh)
+    return f"computed {runs} training runs and {len(fresh) - runs} other results (now cached)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab.runner.run", description=__doc__.split("\n")[0])
     parser.add_argument("--scale", choices=SCALES, help="default: gpu where CUDA is available, else cpu")
@@ -233,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{i}/{len(plan)}] {name} (scale={scale}) ...", flush=True)
         source = notebooks_dir() / f"{name}.ipynb"
         start = time.perf_counter()
+        cached_before = cache_state()
         if args.store:
             target = paths.build_dir() / "notebooks" / "store" / f"{name}.ipynb"
             run_staged(source, target, {}, log_output=not args.quiet)
@@ -249,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copyfile(target, kept)
                 strip_noise(kept)
         walls[name] = time.perf_counter() - start
-        print(f"[{i}/{len(plan)}] {name} done in {walls[name] / 60:.1f} min -> {target}", flush=True)
+        done = f"{walls[name] / 60:.1f} min, {cache_summary(cached_before, cache_state())}"
+        print(f"[{i}/{len(plan)}] {name} done in {done} -> {target}", flush=True)
 
     report = write_report(scale)
     print(f"\nclaims: {report}")
