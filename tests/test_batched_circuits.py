@@ -62,7 +62,52 @@ def test_one_stack_computes_each_circuits_forward_whatever_its_parameterisation(
             assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("kinds", [sorted(CIRCUITS), ["caco"], ["cafo"], ["faco"], ["fafo"]])
+def test_one_step_is_each_circuits_autograd_sgd_step(kinds):
+    """The hand-written gradients of ``train_epoch``, in a mixed stack and in the stacks that leave W_Q or
+    W_V (= I in all circuits) out: each circuit's loss and SGD update are its ``Circuit``'s under autograd,
+    each circuit reading its own stream among shared ones, and identity matrices stay exactly I."""
+    models = [randomised(kind, seed) for seed in range(3) for kind in kinds]
+    stack = CircuitStack(models, torch.device("cpu"))
+    assert stack.identity == {"caco": {"W_Q", "W_V"}, "cafo": {"W_Q"}, "faco": {"W_V"}}.get(
+        kinds[0] if len(kinds) == 1 else "", set()
+    )
+    batches = [sample_batch(8, 12, seeded_generator(s, 1)) for s in range(2)]
+    tokens = torch.stack([b.inputs for b in batches])[None]  # (1, S, B, T)
+    targets = torch.stack([b.targets for b in batches])[None]  # (1, S, B)
+    C = len(models)
+    reads = torch.tensor([(c + 1) % 2 for c in range(C)])
+    lrs = torch.tensor([[[0.3 + 0.1 * c, 0.05 * (c + 1)] for c in range(C)]])  # (1, C, 2)
+    losses = stack.train_epoch(tokens, targets, lrs, reads)
+    for c, model in enumerate(models):
+        batch = batches[reads[c]]
+        loss = torch.nn.functional.cross_entropy(model(batch.inputs).logits, batch.targets)
+        loss.backward()
+        torch.testing.assert_close(losses[0, c], loss.detach(), rtol=1e-6, atol=1e-6)
+        after = make_circuit(model.kind)
+        stack.copy_to(c, after)
+        groups = {id(p): name for name, ps in model.parameter_groups().items() for p in ps}
+        for (name, p), q in zip(model.named_parameters(), after.parameters(), strict=True):
+            lr = lrs[0, c, 0 if groups[id(p)] == "qk" else 1].item()
+            torch.testing.assert_close(q, p.detach() - lr * p.grad, rtol=1e-5, atol=1e-6, msg=name)
+            assert not torch.equal(q, p.detach()), name
+        eye = torch.eye(50)
+        for slot, held in (
+            ("W_Q", "W_Q" not in dict(model.named_parameters())),
+            ("W_V", model.kind[2:] == "co"),
+        ):
+            assert not held or torch.equal(stack.weights[slot][c], eye), slot
+
+
 SETTINGS = dict(batch_size=32, batches_per_epoch=10, max_epochs=4)
+
+
+@pytest.mark.parametrize("kind", sorted(CIRCUITS))
+def test_a_stack_of_one_parameterisation_matches_the_one_circuit_path(kind):
+    """The stacks that leave W_Q or W_V out (CACO, CAFO, FACO alone), over several epochs."""
+    specs = [CircuitSpec(kind, 1.0, 0.5, seq_len=16, seed=seed, init_scale=0.5) for seed in (3, 4)]
+    for spec, b in zip(specs, train_circuits(specs, loss_stop=None, **SETTINGS), strict=True):
+        assert_same_run(b, one_by_one(spec, loss_stop=None, **SETTINGS))
 
 
 def test_every_parameterisation_seed_and_learning_rate_matches_the_one_circuit_path():

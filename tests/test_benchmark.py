@@ -3,6 +3,8 @@
 import torch
 
 from attnlab.model import GPTConfig
+from attnlab.papers import qk_speed
+from attnlab.papers.qk_speed import batched
 from attnlab.tools import benchmark
 from attnlab.tools.benchmark import block_cost
 
@@ -36,3 +38,19 @@ def test_a_grid_point_that_runs_out_of_memory_is_left_out_for_every_kind(monkeyp
     monkeypatch.setattr(benchmark, "block_cost", xsa_too_big)
     assert benchmark.block_costs(cfg, ("sa", "xsa"), 2, 16, cpu, repeats=2) is None
     assert "xsa ran out of memory; left out" in capsys.readouterr().out
+
+
+def test_the_circuit_benchmark_times_both_paths_and_checks_they_agree(capsys):
+    """``make bench``'s circuit part at smoke scale (``--quick --only circuits``): the batched program and
+    one run per kind one by one, with the same stopping epochs and metrics to float rounding."""
+    from attnlab.tools import bench
+
+    out = batched.benchmark(scale="smoke")
+    specs = qk_speed.configure(scale="smoke", device="cpu").circuit_stacks()
+    assert out["circuits"] == sum(n for n, _ in specs) and out["batched_steps"] <= sum(s for _, s in specs)
+    assert out["same_epochs"] and out["max_metric_abs_diff"] < 1e-4 and out["max_final_loss_rel_diff"] < 1e-4
+    assert out["one_by_one_cpu_s_all"] > out["one_by_one_cpu_s"] > 0 and out["batched_cpu_ms_per_step"] > 0
+    assert bench.main(["--quick", "--only", "circuits"]) == 0
+    printed = capsys.readouterr().out
+    assert "4. QK-speed circuits, batched (on cpu)" in printed and "cpu_speedup" in printed
+    assert "1. trainer" not in printed and "5. Fig. 4" not in printed

@@ -22,7 +22,7 @@ from attnlab.papers.qk_speed.circuits import (
     train_circuit,
     train_fixed_attention,
 )
-from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
+from attnlab.papers.qk_speed.synthetic import sample_batch, sample_batches, seeded_generator
 
 V = 50
 
@@ -180,9 +180,9 @@ def test_learning_rate_ramps_and_groups():
 def test_sgd_updates_each_group_at_its_own_rate():
     """One step by hand: theta <- theta - eta_group * grad, per group."""
     start = randomised("caco", seed=7)
-    batch = sample_batch(32, 16, seeded_generator(9, 1))
-    logits, _ = start(batch.inputs)
-    torch.nn.functional.cross_entropy(logits, batch.targets).backward()
+    inputs, targets = sample_batches(1, 32, 16, seeded_generator(9, 1))  # train_circuit's first batch
+    logits, _ = start(inputs[0])
+    torch.nn.functional.cross_entropy(logits, targets[0]).backward()
     model = randomised("caco", seed=7)
     result = train_circuit(
         model, lr_qk=0.3, lr_ov=0.05, batches_per_epoch=1, max_epochs=1, seq_len=16, seed=9

@@ -107,12 +107,47 @@ def test_circuit_steps_count_distinct_runs_to_their_epoch_limit():
     assert e.circuit_steps() == fig2 + fig3
 
 
+def test_the_batched_circuit_program_is_one_stack_per_training_settings_and_length():
+    e = qk_speed.configure(scale="cpu", device="cpu")
+    c, stacks = e.preset.circuits, e.circuit_stacks()
+    # row 1 and the ratio sweep (64 tokens, early stop), FAFO QK x20, the FAFO ramp (64 tokens) and the
+    # three CACO runs at 128 tokens (the long budget, no early stop): every distinct run in one stack
+    assert sorted(stacks) == sorted([
+        (len(e.circuit_configs()) - 5 * len(e.seeds), c.max_epochs * c.batches_per_epoch),
+        (len(e.seeds), c.fast_epochs * c.fast_batches_per_epoch),
+        (len(e.seeds), c.long_epochs * c.fast_batches_per_epoch),
+        (3 * len(e.seeds), c.long_epochs * c.fast_batches_per_epoch),
+    ])  # fmt: skip
+    batched, single = plan.circuit_program("cpu", ["qk_speed", "xsa"])
+    assert batched == stacks
+    assert single == e.circuit_steps() - sum(n * steps for n, steps in stacks) > 0  # Fig. 3's runs
+    assert plan.circuit_program("cpu", ["xsa"]) == ([], 0)
+
+
+def test_batched_circuit_hours_on_the_gpu_and_on_one_cpu_core():
+    stacks = [(10, 3600), (2, 7200)]
+    assert plan.batched_hours(stacks, "cuda", gpu_ms=0.5) == pytest.approx(10800 * 0.5e-3 / 3600)
+    per_step, per_circuit = plan.BATCHED_CPU_MS
+    cpu = (3600 * (per_step + 10 * per_circuit) + 7200 * (per_step + 2 * per_circuit)) / 3.6e6
+    assert plan.batched_hours(stacks, "cpu") == pytest.approx(cpu)
+    # one stack of many circuits costs far less than the same circuits one by one
+    assert plan.batched_hours([(40, 3600)], "cpu") < 40 * 3600 * plan.CIRCUIT_MS / 3.6e6 / 20
+
+
 def test_command_line_prints_the_totals(capsys):
-    assert plan.main(["--scale", "smoke", "--notebooks", "xsa", "qk_speed"]) == 0
+    assert plan.main(["--scale", "smoke", "--notebooks", "xsa", "qk_speed", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
-    assert "total" in out and "circuit steps at most" in out
-    with pytest.raises(SystemExit):
-        plan.main(["--mfu", "1.5"])
+    assert "total" in out and "circuits, batched on cpu: 21 circuits in 4 stacks" in out
+    assert "CPU-hours on one core" in out and "on CPU cores, one run each: 960 SGD steps" in out
+    assert plan.main(["--scale", "smoke", "--notebooks", "qk_speed", "--device", "cuda"]) == 0
+    out = capsys.readouterr().out
+    assert "batched on cuda" in out and "GPU-hours at 0.3 ms a step" in out
+    assert "GPU total with the batched circuits" in out
+    assert plan.main(["--scale", "smoke", "--notebooks", "xsa"]) == 0
+    assert "circuits, batched" not in capsys.readouterr().out
+    for bad in (["--mfu", "1.5"], ["--circuit-gpu-ms", "0"], ["--device", "tpu"]):
+        with pytest.raises(SystemExit):
+            plan.main(bad)
 
 
 def test_notebook_line_counts_shared_runs_once():

@@ -1,7 +1,6 @@
 """The qk_speed notebook's library parts: the generic results cache, the real-data tasks (SVA, SQuAD,
 HateXplain), the classifier / QA training loops, the experiment's verdicts and its plots."""
 
-import math
 from dataclasses import replace
 
 import matplotlib
@@ -107,26 +106,6 @@ def test_subject_head_rule(prefix, head):
     assert w[text_tasks.subject_head(w)] == head
 
 
-def test_sva_task_is_balanced_and_marks_subject_and_verb():
-    data = text_tasks.load_sva(limit=50)
-    assert len(data) == 100 and data.labels.sum() == 50
-    # both examples of an item are on the same side of the split; one item in five is test
-    for i in data.item.unique():
-        assert data.train[data.item == i].unique().numel() == 1
-    assert (~data.train).sum() == 20
-    n = len(data)
-    last = data.tokens[torch.arange(n), data.lengths - 1]
-    padding = torch.arange(data.tokens.shape[1]) >= data.lengths[:, None]
-    assert (data.tokens[padding] == 0).all() and (last != 0).all()
-    # the verb (last token, or the last two with its "+s") is relevant, and so is something before it
-    assert data.relevant[torch.arange(n), data.lengths - 1].all()
-    before_verb = data.relevant & (torch.arange(data.tokens.shape[1]) < (data.lengths - 2)[:, None])
-    assert before_verb.any(-1).all()
-    # the two examples of an item differ only in the verb
-    a, b = data.tokens[data.item == 0]
-    assert not torch.equal(a, b)
-
-
 def test_compact_drops_positions_and_padding():
     tokens = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
     lengths = torch.tensor([3, 2])
@@ -164,23 +143,6 @@ def _tiny_cfg(vocab=10):
         n_classes=2,
         tie_embeddings=False,
     )
-
-
-def test_train_classifier_scales_each_group_learning_rate():
-    data, cfg = _tiny_data(), _tiny_cfg()
-    torch.manual_seed(3)
-    init = GPT(cfg).state_dict()
-    out = text_tasks.train_classifier(
-        cfg, data, epochs=2, batch_size=4, lr=0.05, momentum=0.9, lr_scale={"qk": 0.0}, seed=3
-    )
-    trained = out["model"]
-    for name in init:
-        moved = not torch.equal(init[name], trained[name])
-        if name.endswith(("q_proj.weight", "k_proj.weight")):
-            assert not moved, name
-    assert not torch.equal(init["blocks.0.attn.v_proj.weight"], trained["blocks.0.attn.v_proj.weight"])
-    assert not torch.equal(init["wte.weight"], trained["wte.weight"])
-    assert len(out["train_loss"]) == 2 and all(math.isfinite(x) for x in out["train_loss"])
 
 
 def test_classifier_outputs_attention_is_the_last_tokens_head_mean_row():

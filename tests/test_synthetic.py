@@ -3,12 +3,14 @@
 import pytest
 import torch
 
+from attnlab.papers.qk_speed import synthetic
 from attnlab.papers.qk_speed.synthetic import (
     LABEL_TOKENS,
     QUERY_TOKENS,
     class_distributions,
     distinct_tokens,
     sample_batch,
+    sample_batches,
     seeded_generator,
 )
 
@@ -75,3 +77,42 @@ def test_fixed_classes_and_bad_arguments():
         sample_batch(4, 2)
     with pytest.raises(ValueError):
         sample_batch(2, 6, classes=torch.tensor([0, 4]))
+
+
+def test_the_cell_table_draws_each_token_with_exactly_its_probability():
+    table = synthetic._token_table()
+    assert table.shape == (4, synthetic.CELLS + 1)
+    for c in range(4):
+        counts = torch.bincount(table[c, : synthetic.CELLS], minlength=50).double()
+        torch.testing.assert_close(counts / synthetic.CELLS, class_distributions()[c], rtol=0, atol=1e-15)
+        assert table[c, -1] == QUERY_TOKENS[c]
+
+
+def test_training_batches_have_the_layout_and_frequencies_of_sample_batch():
+    n, B, L = 50, 80, 64
+    inputs, targets = sample_batches(n, B, L, seeded_generator(3, 1))
+    assert inputs.shape == (n, B, L - 1) and targets.shape == (n, B) and inputs.dtype == torch.int64
+    classes = targets.flatten() - 1
+    flat = inputs.flatten(0, 1)
+    assert torch.equal(flat[:, -1], classes + 5)  # the query token of the class, last
+    class_counts = torch.bincount(classes, minlength=4).double()
+    p, N = 0.25, len(classes)
+    assert ((class_counts / N - p).abs() < 5 * (p * (1 - p) / N) ** 0.5).all()
+    probs = class_distributions()
+    for c in range(4):
+        context = flat[classes == c, :-1].flatten()
+        freq = torch.bincount(context, minlength=50).double() / len(context)
+        sigma = (probs[c] * (1 - probs[c]) / len(context)).sqrt()
+        assert ((freq - probs[c]).abs() <= 5 * sigma + 1e-12).all(), c
+        assert (freq[probs[c] == 0] == 0).all()  # never a token of another class
+
+
+def test_training_batches_are_fixed_by_the_seed_and_differ_between_epochs_and_streams():
+    g = seeded_generator(7, 1)
+    first, second = sample_batches(3, 16, 20, g), sample_batches(3, 16, 20, g)
+    again = sample_batches(3, 16, 20, seeded_generator(7, 1))
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not torch.equal(first[0], second[0])
+    assert not torch.equal(first[0], sample_batches(3, 16, 20, seeded_generator(7, 2))[0])
+    with pytest.raises(ValueError):
+        sample_batches(1, 4, 2)

@@ -13,8 +13,11 @@ share (same model, training and data) is trained once and counted once. A run th
 than its corpus's train split holds (more than one epoch: it memorises rather than pretrains) is warned
 about; a corpus that is not built yet (token shards) has no size, and says so.
 
-QK-speed's circuit and fixed-attention runs train on the CPU, one core each: they are counted in SGD steps
-(at most; circuit runs stop early at their loss target) and core-hours at ``--circuit-ms`` per step.
+QK-speed's circuit runs train as one batched program (``papers.qk_speed.batched.train_circuits``) on the
+device the notebook trains on (``--device``; ``auto``: CUDA where there is one): they are counted in batched
+steps (at most; circuits stop early at their loss target) and GPU-hours at ``--circuit-gpu-ms`` a batched
+step on a GPU, CPU-hours at ``BATCHED_CPU_MS`` on one CPU core otherwise. Its fixed-attention runs (Fig. 3)
+train one by one on CPU cores: counted in SGD steps and core-hours at ``--circuit-ms`` per step.
 """
 
 from __future__ import annotations
@@ -38,9 +41,19 @@ from attnlab.runner.params import SCALES
 from attnlab.training.cache import RunSpec, corpus_tokens, spec_dict
 
 H100_BF16_TFLOPS = 989.0  # dense, no sparsity
-# One FAFO circuit step (batch 32, 64 tokens) on one core of this project's 2-core test machine: 2.0 ms, the
-# slowest kind (CACO: 0.6 ms; 0.9 ms at 128 tokens).
+# One step of a circuit trained one by one (batch 32, 64 tokens) on one core of this project's 2-core test
+# machine: 2.0 ms for FAFO, the slowest kind (CACO: 0.6 ms); Fig. 3's fixed-attention runs 0.4-2.4 ms with
+# their per-epoch evaluation.
 CIRCUIT_MS = 2.0
+# One batched circuit step (``train_circuits``, batch 32) on one core of the same machine: 0.11 ms + 0.03 ms
+# per circuit in the stack, FAFO (the costliest; a stack's cost does not depend on the sequence length); fit
+# to 1-64 circuits (0.14 ms at 1, 0.99 ms at 32, 1.92 ms at 64), measured at nice 19 beside a 2-core job.
+BATCHED_CPU_MS = (0.11, 0.03)
+# One batched circuit step on a GPU: an estimate, not a measurement (no GPU was at hand): a step launches 25
+# small kernels (6 bmm, 3 baddbmm, 2 softmax, ...), each ~12 us of eager PyTorch launch time, while its
+# arithmetic (1.4 MFLOP per circuit) takes microseconds. Measure it with ``make bench`` on the GPU
+# (``BENCH_FLAGS=--device cuda``: its ``batched_ms_per_step``) and pass it as ``--circuit-gpu-ms``.
+BATCHED_GPU_MS = 0.3
 
 
 @functools.cache
@@ -157,6 +170,30 @@ def circuit_steps(scale: str, notebooks: list[str] | None = None) -> int:
     return sum(experiment(n, scale).circuit_steps() for n in notebooks or PAPERS)
 
 
+def circuit_program(scale: str, notebooks: list[str] | None = None) -> tuple[list[tuple[int, int]], int]:
+    """The circuit work of ``notebooks`` (default: all) at ``scale`` outside the GPT runs: the stacks of the
+    batched circuit program, (circuits, batched steps at most) each (``circuit_stacks`` of the experiments
+    that have one: QK-speed's), and the SGD steps of the runs trained one by one on CPU cores
+    (``circuit_steps`` less the batched circuits' steps: QK-speed's fixed-attention runs)."""
+    stacks, single = [], 0
+    for n in notebooks or PAPERS:
+        exp = experiment(n, scale)
+        own = exp.circuit_stacks() if hasattr(exp, "circuit_stacks") else []
+        stacks += own
+        single += exp.circuit_steps() - sum(circuits * steps for circuits, steps in own)
+    return stacks, single
+
+
+def batched_hours(stacks: list[tuple[int, int]], device: str, gpu_ms: float = BATCHED_GPU_MS) -> float:
+    """Hours of the batched circuit program ``stacks`` ((circuits, steps) each, ``circuit_program``) on
+    ``device``: ``gpu_ms`` a batched step on "cuda" (a step's kernels are launch-bound, whatever the number
+    of circuits), ``BATCHED_CPU_MS`` (per step + per circuit) on one core on "cpu"."""
+    if device == "cuda":
+        return sum(steps for _, steps in stacks) * gpu_ms / 3.6e6
+    per_step, per_circuit = BATCHED_CPU_MS
+    return sum(steps * (per_step + per_circuit * circuits) for circuits, steps in stacks) / 3.6e6
+
+
 def summary(runs: pd.DataFrame, tflops: float, mfu: float, gpus: int) -> pd.DataFrame:
     """Per notebook: runs, tokens (billions), PFLOPs and the hours on ``gpus`` devices of ``tflops`` peak
     each at ``mfu`` utilisation (perfect scaling assumed)."""
@@ -181,15 +218,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpus", type=int, default=1, help="devices training together")
     parser.add_argument("--runs", action="store_true", help="also list every run")
     parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where QK-speed's batched circuits train (auto: cuda if available here)",
+    )
+    parser.add_argument(
+        "--circuit-gpu-ms", type=float, default=BATCHED_GPU_MS, help="ms per batched circuit step on the GPU"
+    )
+    parser.add_argument(
         "--circuit-ms",
         type=float,
         default=CIRCUIT_MS,
-        help="ms per circuit step, one core, one by one (batched training costs about a ninth)",
+        help="ms per step of a run trained one by one on one core (QK-speed's fixed-attention runs)",
     )
-    parser.add_argument("--workers", type=int, default=16, help="CPU cores for QK-speed's circuit runs")
+    parser.add_argument("--workers", type=int, default=16, help="CPU cores for the runs trained one by one")
     args = parser.parse_args(argv)
-    if not 0 < args.mfu <= 1 or min(args.tflops, args.circuit_ms) <= 0 or min(args.gpus, args.workers) < 1:
-        parser.error("--mfu must be in (0, 1], --tflops and --circuit-ms positive, --gpus and --workers >= 1")
+    if (
+        not 0 < args.mfu <= 1
+        or min(args.tflops, args.circuit_ms, args.circuit_gpu_ms) <= 0
+        or min(args.gpus, args.workers) < 1
+    ):
+        parser.error(
+            "--mfu must be in (0, 1], --tflops, --circuit-ms and --circuit-gpu-ms positive, --gpus and "
+            "--workers >= 1"
+        )
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     runs = plan(args.scale, args.notebooks)
     with pd.option_context(
         "display.width", 120, "display.max_rows", None, "display.float_format", "{:,.3g}".format
@@ -200,14 +254,30 @@ def main(argv: list[str] | None = None) -> int:
             f"scale {args.scale}: training only, at {args.mfu:.0%} of {args.tflops:g} TFLOP/s on "
             f"{args.gpus} device(s)"
         )
-        print(summary(runs, args.tflops, args.mfu, args.gpus).to_string())
+        table = summary(runs, args.tflops, args.mfu, args.gpus)
+        print(table.to_string())
     for line in epoch_warnings(runs):
         print(line)
-    steps = circuit_steps(args.scale, args.notebooks)
-    if steps:
-        core_h = steps * args.circuit_ms / 1e3 / 3600
+    stacks, single = circuit_program(args.scale, args.notebooks)
+    if stacks:
+        hours = batched_hours(stacks, device, args.circuit_gpu_ms)
+        steps, most = sum(s for _, s in stacks), max(c for c, _ in stacks)
+        where = (
+            f"{hours:.3g} GPU-hours at {args.circuit_gpu_ms:g} ms a step (an estimate unless measured)"
+            if device == "cuda"
+            else f"{hours:.3g} CPU-hours on one core at {BATCHED_CPU_MS[0]:g} + {BATCHED_CPU_MS[1]:g} ms "
+            "x circuits a step"
+        )
         print(
-            f"\non the CPU: {steps:,} circuit steps at most, {core_h:.3g} core-hours at "
+            f"\ncircuits, batched on {device}: {sum(c for c, _ in stacks)} circuits in {len(stacks)} stacks "
+            f"(up to {most} circuits each), {steps:,} batched steps at most: {where}"
+        )
+        if device == "cuda":
+            print(f"GPU total with the batched circuits: {table.loc['total', 'hours'] + hours:.3g} h")
+    if single:
+        core_h = single * args.circuit_ms / 1e3 / 3600
+        print(
+            f"on CPU cores, one run each: {single:,} SGD steps at most, {core_h:.3g} core-hours at "
             f"{args.circuit_ms:g} ms/step, {core_h / args.workers:.3g} h on {args.workers} cores"
         )
     return 0

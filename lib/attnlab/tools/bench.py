@@ -6,7 +6,7 @@
 4. QK-speed's circuits trained batched against one by one (``papers.qk_speed.batched.benchmark``);
 5. the reduced dynamics of QK-speed Fig. 4: the authors' fixed-step RK4 against the adaptive solve.
 
-    python -m attnlab.tools.bench [--device cpu] [--quick]
+    python -m attnlab.tools.bench [--device cpu] [--quick] [--only circuits ...]
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from attnlab.papers.qk_speed.batched import benchmark as circuit_benchmark
 from attnlab.tools.benchmark import contribution_cost
 from attnlab.tools.trainer_bench import CFG, MODEL, overhead, trainer_step_times
 from attnlab.training.trainer import resolve_device
+
+SECTIONS = ("trainer", "kinds", "contribution", "circuits", "ode")
 
 
 def kind_step_times(device: torch.device, steps: int) -> dict[str, float]:
@@ -68,39 +70,46 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab.tools.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--quick", action="store_true", help="fewer steps and shorter sequences")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS, help="run only these parts")
     args = parser.parse_args(argv)
     device = resolve_device(args.device)
     steps = 10 if args.quick else 30
     print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
 
-    o = overhead(steps, 1 if args.quick else 3, device)
-    print(
-        f"\n1. trainer {o['trainer_ms']:.1f} ms/step vs bare loop {o['bare_ms']:.1f} ms "
-        f"({MODEL.n_layer}L-{MODEL.d_model}d, {CFG.batch_size} x {CFG.seq_len} tokens): overhead "
-        f"{o['overhead']:+.1%}",
-        flush=True,
-    )
+    if "trainer" in args.only:
+        o = overhead(steps, 1 if args.quick else 3, device)
+        print(
+            f"\n1. trainer {o['trainer_ms']:.1f} ms/step vs bare loop {o['bare_ms']:.1f} ms "
+            f"({MODEL.n_layer}L-{MODEL.d_model}d, {CFG.batch_size} x {CFG.seq_len} tokens): overhead "
+            f"{o['overhead']:+.1%}",
+            flush=True,
+        )
 
-    kinds = kind_step_times(device, steps)
-    print("\n2. training step by attention kind (every layer of that kind):")
-    for kind, seconds in kinds.items():
-        print(f"   {kind:<7} {1e3 * seconds:7.1f} ms   {seconds / kinds['sa']:.2f} x SA", flush=True)
+    if "kinds" in args.only:
+        kinds = kind_step_times(device, steps)
+        print("\n2. training step by attention kind (every layer of that kind):")
+        for kind, seconds in kinds.items():
+            print(f"   {kind:<7} {1e3 * seconds:7.1f} ms   {seconds / kinds['sa']:.2f} x SA", flush=True)
 
-    print("\n3. contribution weights vs the naive terms tensor (9 heads, width 576, batch 1):")
-    for row in contribution_vs_naive(device, (128, 256) if args.quick else (128, 256, 512)):
-        ms, gb = 1e3 * row["seconds"], row["peak_gb"]
-        print(f"   T {row['T']:>4} {row['impl']:<21} {ms:8.1f} ms  peak {gb:.3f} GB")
+    if "contribution" in args.only:
+        print("\n3. contribution weights vs the naive terms tensor (9 heads, width 576, batch 1):")
+        for row in contribution_vs_naive(device, (128, 256) if args.quick else (128, 256, 512)):
+            ms, gb = 1e3 * row["seconds"], row["peak_gb"]
+            print(f"   T {row['T']:>4} {row['impl']:<21} {ms:8.1f} ms  peak {gb:.3f} GB")
 
-    print("\n4. QK-speed circuits, batched vs one by one:", flush=True)
-    for key, value in circuit_benchmark(scale="smoke" if args.quick else "cpu").items():
-        print(f"   {key:<28} {value:.4g}" if isinstance(value, float) else f"   {key:<28} {value}")
+    if "circuits" in args.only:
+        print(f"\n4. QK-speed circuits, batched (on {device.type}) vs one by one (on the CPU):", flush=True)
+        scale = "smoke" if args.quick else "cpu"
+        for key, value in circuit_benchmark(scale=scale, device=device.type).items():
+            print(f"   {key:<28} {value:.4g}" if isinstance(value, float) else f"   {key:<28} {value}")
 
-    ode = ode_solvers()
-    print(
-        f"\n5. Fig. 4 reduced dynamics, five ratios: RK4 (step 10) {ode['rk4_s']:.2f} s, adaptive "
-        f"{1e3 * ode['adaptive_s']:.0f} ms ({ode['rk4_s'] / ode['adaptive_s']:.0f}x); end states agree to "
-        f"{ode['max_rel_diff']:.1e} (relative)"
-    )
+    if "ode" in args.only:
+        ode = ode_solvers()
+        print(
+            f"\n5. Fig. 4 reduced dynamics, five ratios: RK4 (step 10) {ode['rk4_s']:.2f} s, adaptive "
+            f"{1e3 * ode['adaptive_s']:.0f} ms ({ode['rk4_s'] / ode['adaptive_s']:.0f}x); end states agree "
+            f"to {ode['max_rel_diff']:.1e} (relative)"
+        )
     return 0
 
 

@@ -208,3 +208,45 @@ def fig4_column(rs) -> dict[float, str]:
         e = FIG4_END_STATES.get(float(r))
         out[r] = f"alpha {e.alpha:.3f}, mu_OV {e.mu_ov:.3f}, mu_QK {e.mu_qk:.3f}" if e else "not printed"
     return out
+
+
+# SVA (``SVA-Dataset/*_SVA_Train+heatmap+Eval.ipynb``). Both notebooks build the same data (cells with
+# execution_count 18-37: agr_50_mostcommon_10K.tsv, 1 577 211 sentences, 10 % train / 90 % test, BERT word
+# pieces, label verb_pos VBZ / VBP, subject and verb marked) and the same attention-only model
+# (execution_count 11-16: ``TransformerBlock`` returns the attention output alone; residual and MLP commented
+# out). Their training cell (execution_count 43, after the "# Training Loop" heading; cells are counted here
+# by execution_count, not by position) trains seeds 1234-1238: SGD momentum 0.99, LR 5e-4, weight decay 1e-5,
+# 15 epochs of 4929 batches of 32, cosine schedule with 10 % warm-up; the "Faster" notebook puts the
+# embeddings, W_Q, b_Q, W_K, b_K at 100 x LR. It prints, per seed, the train and test accuracy and the shares
+# of test sentences with attention mass on subject + verb <= 0.1, in (0.1, 0.5] and > 0.5 (``plot_heatmaps``:
+# the attention row of the LAST padded position, -1 of 128, not of the last real token).
+SVA_COMMIT = "846707c6aabf4bab422292e9e19a7f429b9f14c8"
+SVA_BASELINE = ("SVA-Dataset/Baseline_SVA_Train+heatmap+Eval.ipynb", SVA_COMMIT)
+SVA_FASTER = ("SVA-Dataset/Faster_SVA_Train+heatmap+Eval.ipynb", SVA_COMMIT)
+SVA_SOURCES = {
+    "baseline": Source(*SVA_BASELINE, cell=43, what="printed output (execution_count 43)"),
+    "fast QK": Source(*SVA_FASTER, cell=43, what="printed output (execution_count 43)"),
+}
+SVA_TEST_ACCURACY = {  # seeds 1234-1238, on the 1 419 490 test sentences
+    "baseline": (0.9239, 0.9243, 0.9246, 0.9245, 0.9244),
+    "fast QK": (0.9362, 0.9341, 0.9332, 0.9338, 0.9333),
+}
+SVA_TEST_LOW_MASS = {  # share of test sentences with mass on subject + verb <= 0.1, per seed
+    "baseline": (0.5818, 0.5793, 0.5768, 0.5774, 0.5758),
+    "fast QK": (0.1438, 0.2539, 0.2949, 0.2434, 0.1619),
+}
+SVA_TRAIN_SENTENCES = 157_721
+
+
+def sva_column(variants) -> dict[str, str]:
+    """The "authors' notebook" column of the SVA summary: mean test accuracy and the mean share of test
+    sentences with mass <= 0.1 on subject + verb over their five seeds ("not printed" for other variants)."""
+    out = {}
+    for v in variants:
+        if v in SVA_TEST_ACCURACY:
+            acc, low = SVA_TEST_ACCURACY[v], SVA_TEST_LOW_MASS[v]
+            mean_acc, mean_low = sum(acc) / len(acc), 100 * sum(low) / len(low)
+            out[v] = f"test accuracy {mean_acc:.3f}, mass <= 0.1: {mean_low:.1f} %"
+        else:
+            out[v] = "not printed"
+    return out

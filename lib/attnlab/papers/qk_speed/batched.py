@@ -2,21 +2,22 @@
 
 ``train_circuits`` trains a list of ``CircuitSpec`` runs (seeds x learning-rate settings x parameterisations)
 as ``train_circuit`` trains each: the same initialisation per seed (``make_circuit``), the same batches
-(stream 1 of ``seeded_generator(seed)``, drawn once per (seed, sequence length) and shared by the runs that
-read it), plain SGD with each circuit's QK / OV learning rates and ramps, the same early stop per circuit
-(after the first epoch whose mean training loss is <= ``loss_stop``; a stopped circuit leaves the batch with
-its final weights) and the same history.
+(stream 1 of ``seeded_generator(seed)``, an epoch's in one ``sample_batches`` draw, drawn once per (seed,
+sequence length) and shared by the runs that read it), plain SGD with each circuit's QK / OV learning rates
+and ramps, the same early stop per circuit (after the first epoch whose mean training loss is <=
+``loss_stop``; a stopped circuit leaves the batch with its final weights) and the same history.
 
 The runs of one sequence length form a ``CircuitStack``, one FAFO model with a leading circuit dimension on
 its four matrices, a collapsed circuit's missing factor held at the identity, so one batched matmul serves
-every run. The stack computes ``Circuit.forward``'s function with its products of one-hot inputs as gathers
-and sums (W_K x_j is column x_j of W_K; sum_j a_j x_j adds a_j into entry x_j), which skips the dense
-(B T, V) x (V, V) product of the keys that dominates a factorised circuit's step in ``Circuit``. The forward
-values are those of ``Circuit`` up to the order of a few float sums and the gradients sum the same terms in
-another order, so the results agree with ``train_circuit`` to float rounding, not bit for bit (weights and
-losses to ~1e-7 relative over short runs; rounding differences grow over thousands of steps: at the
-``cpu`` preset the final losses to ~1e-3 relative, the notebook's held-out metrics to ~1e-4, with the same
-stopping epochs; see ``benchmark``, which also times the ``cpu`` preset's circuits both ways).
+every run. The stack computes ``Circuit.forward``'s function from each sequence's token counts (the
+attention over positions is a softmax over the vocabulary with log-count offsets, see ``CircuitStack``),
+which skips the one-hot inputs and the dense (B T, V) x (V, V) product of the keys that dominates a
+factorised circuit's step in ``Circuit``, and its gradients are written out by hand. The values are those of
+``Circuit`` up to float rounding (sums in another order, exp(s + log n) for n exp(s)), so the results agree
+with ``train_circuit`` to float rounding, not bit for bit (weights and losses to ~1e-6 relative over short
+runs; rounding differences grow over thousands of steps: at the ``cpu`` preset the weights to ~2e-3 and the
+final losses to ~1e-5 relative, the notebook's held-out metrics to ~1e-6, with the same stopping epochs; see
+``benchmark``, which also times the ``cpu`` preset's circuits both ways).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from attnlab.errors import TrainingDiverged
 from attnlab.papers.qk_speed.circuits import (
@@ -40,7 +40,7 @@ from attnlab.papers.qk_speed.circuits import (
     torch_threads,
     train_circuit,
 )
-from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
+from attnlab.papers.qk_speed.synthetic import sample_batch, sample_batches, seeded_generator
 
 
 @dataclass(frozen=True)
@@ -69,31 +69,40 @@ class CircuitSpec:
 
 SLOTS = ("W_Q", "W_K", "W_V", "W_O")  # the stack's matrices, a FAFO circuit's
 SLOT = {"W_Q": "W_Q", "W_K": "W_K", "W_QK": "W_K", "W_V": "W_V", "W_O": "W_O", "W_OV": "W_O"}
-
-
-def _columns(w: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """Columns ``w[c, :, tokens[c, b]]`` (= W x for one-hot x) of stacked matrices w (C, d, V): (C, B, d)."""
-    C, B = tokens.shape
-    return w.transpose(1, 2).gather(1, tokens.reshape(C, B, 1).expand(-1, -1, w.shape[1]))
+OPTIONAL = ("W_Q", "W_V")  # held at I by a collapsed QK / OV circuit; every circuit trains W_K and W_O
 
 
 class CircuitStack:
     """C circuits of any parameterisations (Fig. 2's, ``circuits`` module) as one FAFO model whose matrices
     W_Q, W_K, W_V, W_O get a leading circuit dimension: a collapsed W_QK = W_Q^T W_K sits in W_K with W_Q = I,
-    a collapsed W_OV = W_O W_V in W_O with W_V = I. Products with these identities are exact, and ``step``
-    leaves them at I (learning rate 0), so each circuit computes and learns as its ``Circuit``."""
+    a collapsed W_OV = W_O W_V in W_O with W_V = I. Products with these identities are exact, and training
+    leaves them at I (learning rate 0), so each circuit computes and learns as its ``Circuit``. A matrix that
+    is I in every circuit of the stack is left out of the products altogether (also exact).
+
+    The attention sums over positions only through token identities: with n_v the count of token v in the
+    sequence, softmax_j(u_{x_j} / sqrt(d)) summed into c = sum_j a_j x_j is c = softmax_v(u_v / sqrt(d) +
+    log n_v) over the vocabulary (a token that is absent gets weight 0), and a_j = c_{x_j} / n_{x_j}. So the
+    stack computes ``Circuit.forward``'s function from the counts, without one-hot inputs or the dense
+    (B T, V) x (V, V) product of the keys that dominates a factorised circuit's step in ``Circuit``, and at a
+    cost that does not grow with the sequence length. W_Q x_T is column x_T of W_Q, a row of W_Q^T, which the
+    stack keeps contiguous (``weights["W_Q"]`` is its transposed view). The gradients are written out by hand
+    (``train_epoch``), each matrix's SGD update one fused batched product or row sum, theta <- theta - eta
+    grad."""
 
     def __init__(self, circuits: Sequence[Circuit], device: torch.device) -> None:
         eye = torch.eye(circuits[0].vocab_size)
         own = [{SLOT[n]: p.detach() for n, p in c.named_parameters()} for c in circuits]
-        self.weights = {
-            slot: torch.stack([p.get(slot, eye) for p in own]).to(device).requires_grad_() for slot in SLOTS
-        }
+        self.weights = {slot: torch.stack([p.get(slot, eye) for p in own]).to(device) for slot in SLOTS}
+        self.weights["W_Q"] = self.weights["W_Q"].transpose(1, 2).contiguous().transpose(1, 2)
         self.trained = torch.tensor([[slot in p for slot in SLOTS] for p in own], device=device)  # (C, 4)
+        # the matrices that are I in every circuit: left out of the products
+        self.identity = {slot for slot in OPTIONAL if not any(slot in p for p in own)}
 
     def keep(self, rows: torch.Tensor) -> None:
         """Keep only the circuits ``rows`` (indices into the stack), in that order."""
-        self.weights = {n: w.detach()[rows].requires_grad_() for n, w in self.weights.items()}
+        self.weights = {n: w[rows] for n, w in self.weights.items() if n != "W_Q"} | {
+            "W_Q": self.weights["W_Q"].transpose(1, 2)[rows].transpose(1, 2)
+        }
         self.trained = self.trained[rows]
 
     def copy_to(self, row: int, circuit: Circuit) -> None:
@@ -102,34 +111,96 @@ class CircuitStack:
             for n, p in circuit.named_parameters():
                 p.copy_(self.weights[SLOT[n]][row].cpu())
 
+    def log_counts(self, tokens: torch.Tensor) -> torch.Tensor:
+        """log n_v, the log count of every token v in each sequence: token ids (..., B, T) -> (..., B, V),
+        -inf where a token is absent (looked up: the log of a zero count is a slow path of ``log``)."""
+        dtype, V, T = self.weights["W_K"].dtype, self.weights["W_K"].shape[-1], tokens.shape[-1]
+        counts = torch.zeros(*tokens.shape[:-1], V, dtype=torch.long, device=tokens.device)
+        counts.scatter_add_(-1, tokens, torch.ones_like(tokens))
+        return torch.take(torch.arange(T + 1, dtype=dtype, device=tokens.device).log(), counts)  # log 0: -inf
+
+    def _rows(self, last: torch.Tensor) -> torch.Tensor:
+        """Row c V + x_T of the (C V, d) matrices: the rows that x_T (C, B) selects, flattened (C B,)."""
+        C, V = last.shape[0], self.weights["W_K"].shape[-1]
+        return torch.add(last, torch.arange(0, C * V, V, device=last.device)[:, None]).view(-1)
+
+    def _forward(self, log_n: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        """``forward``'s pass with what the gradients need, from the log counts ``log_n`` (C, B, V) and the
+        query rows ``rows`` (``_rows``): q = W_Q x_T (C, B, d) (None when W_Q = I), the attended input c =
+        sum_j a_j x_j (C, B, V), h = W_V c (C, B, d) and the logits W_O h (C, B, V)."""
+        w = self.weights
+        C, B, V = log_n.shape
+        if "W_Q" in self.identity:
+            q = None
+            u = w["W_K"].view(-1, V).index_select(0, rows).view(C, B, V)  # row x_T of W_K (q = x_T)
+        else:
+            q = w["W_Q"].transpose(1, 2).view(C * V, -1).index_select(0, rows).view(C, B, -1)  # W_Q x_T
+            u = q @ w["W_K"]  # (C, B, V): u_v = (W_Q x_T) . (W_K e_v)
+        context = torch.add(log_n, u, alpha=1 / math.sqrt(V)).softmax(-1)  # (C, B, V): softmax(s + log n)
+        h = context if "W_V" in self.identity else context @ w["W_V"].transpose(1, 2)  # (C, B, d)
+        return q, context, h, h @ w["W_O"].transpose(1, 2)
+
+    @torch.no_grad()
     def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Token ids (C, B, T) -> logits (C, B, V) of the last position and its attention (C, B, T), each
-        circuit's ``Circuit.forward``, with the products of one-hot inputs as gathers and sums."""
+        circuit's ``Circuit.forward``: a_j = c_{x_j} / n_{x_j}."""
+        log_n = self.log_counts(tokens)
+        _, context, _, logits = self._forward(log_n, self._rows(tokens[..., -1]))
+        return logits, context.gather(-1, tokens) / log_n.exp().gather(-1, tokens)
+
+    @torch.no_grad()
+    def train_epoch(
+        self,
+        tokens: torch.Tensor,
+        targets: torch.Tensor,
+        lrs: torch.Tensor,
+        reads: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """SGD on every circuit at once, one step per batch: ``tokens`` (steps, S, B, T) and ``targets``
+        (steps, S, B) the batches of S data streams, ``reads`` (C,) the stream each circuit reads (None: its
+        own, S = C), ``lrs`` (steps, C, 2) each circuit's (eta_QK, eta_OV) at each step. Returns each step's
+        mean cross-entropy before the step, (steps, C) float32: ``train_circuit``'s loss.
+
+        The gradients by hand, with g = softmax(logits) - onehot(y) (B x dL/dlogits of the mean loss):
+        dW_O = g^T h, dW_V = (g W_O)^T c, then through the softmax over the vocabulary g_z = c (g_c - c . g_c)
+        with g_c = g W_O W_V, dW_K = q^T g_z / sqrt(d) and column x_T of dW_Q += W_K g_z / sqrt(d); all
+        summed over the batch. The factors 1 / B and 1 / sqrt(d) are folded into the learning rates, so each
+        update is theta <- theta - (eta / B ...) x (a batched product or a row sum), in place."""
         w = self.weights
+        C, B = lrs.shape[1], targets.shape[-1]
         V = w["W_K"].shape[-1]
-        q = _columns(w["W_Q"], tokens[:, :, -1])  # (C, B, d): W_Q x_T
-        u = q @ w["W_K"]  # (C, B, V): u_v = (W_Q x_T) . (W_K e_v)
-        a = (u.gather(-1, tokens) / math.sqrt(V)).softmax(-1)  # (C, B, T): s_j = u_{x_j} / sqrt(d)
-        context = torch.zeros_like(u).scatter_add(-1, tokens, a)  # (C, B, V): sum_j a_j x_j
-        return (context @ w["W_V"].transpose(1, 2)) @ w["W_O"].transpose(1, 2), a
-
-    def losses(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Each circuit's mean cross-entropy on its batch (B,), (C,): ``train_circuit``'s loss."""
-        logits, _ = self.forward(tokens)
-        ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none")
-        return ce.view(targets.shape).mean(1)
-
-    def step(self, tokens: torch.Tensor, targets: torch.Tensor, lrs: torch.Tensor) -> torch.Tensor:
-        """One SGD step of every circuit, theta <- theta - eta grad, with ``lrs`` (C, 2) each circuit's
-        (eta_QK, eta_OV). Returns the losses before the step, (C,) float64."""
-        losses = self.losses(tokens, targets)
-        params = [self.weights[slot] for slot in SLOTS]
-        grads = torch.autograd.grad(losses.sum(), params)
-        rates = -lrs[:, [0, 0, 1, 1]] * self.trained  # (C, 4): -eta of each slot (QK, QK, OV, OV), 0 if I
-        with torch.no_grad():
-            for k, (p, g) in enumerate(zip(params, grads, strict=True)):
-                p.addcmul_(g, rates[:, k, None, None])  # = p.add_(g, alpha=-eta) for each circuit
-        return losses.detach().double()
+        W_Q_rows, W_K, W_V, W_O = w["W_Q"].transpose(1, 2).view(C * V, -1), w["W_K"], w["W_V"], w["W_O"]
+        W_Kt = W_K.transpose(1, 2)
+        reads = torch.arange(C, device=lrs.device) if reads is None else reads
+        log_n = self.log_counts(tokens)  # (steps, S, B, V)
+        ids = torch.stack([tokens[..., -1], targets], -1)  # (steps, S, B, 2): x_T, y
+        scale = torch.tensor([B * math.sqrt(V), B], dtype=torch.float64, device=lrs.device)
+        rates = -(lrs.double() / scale)[..., [0, 0, 1, 1]] * self.trained  # (steps, C, 4): Q, K, V, O
+        rates = rates.to(W_K.dtype).permute(0, 2, 1)[..., None, None]  # (steps, 4, C, 1, 1)
+        minus_one = torch.full((C, B, 1), -1.0, dtype=W_K.dtype, device=lrs.device)
+        log_probs = []
+        for t, (r_q, r_k, r_v, r_o) in enumerate(rates.unbind(0)):
+            step_ids = ids[t].index_select(0, reads)  # (C, B, 2)
+            rows, y = self._rows(step_ids[..., 0]), step_ids[..., 1:]  # (C B,), (C, B, 1)
+            q, context, h, logits = self._forward(log_n[t].index_select(0, reads), rows)
+            logp = logits.log_softmax(-1)  # (C, B, V)
+            log_probs.append(logp.gather(-1, y))  # (C, B, 1)
+            g = logp.exp_().scatter_add_(-1, y, minus_one)  # (C, B, V): softmax - onehot(y)
+            g_h = g @ W_O  # (C, B, d), with W_O before its update
+            W_O.baddbmm_((g * r_o).transpose(1, 2), h)
+            if "W_V" in self.identity:
+                g_c = g_h
+            else:
+                g_c = g_h @ W_V  # (C, B, V)
+                W_V.baddbmm_((g_h * r_v).transpose(1, 2), context)
+            g_z = torch._softmax_backward_data(g_c, context, -1, context.dtype)  # (C, B, V): sqrt(d) dL/du
+            if q is None:  # u = row x_T of W_K
+                W_K.view(C * V, V).index_add_(0, rows, (g_z * r_k).view(C * B, V))
+            else:
+                g_q = g_z @ W_Kt  # (C, B, d), with W_K before its update
+                W_K.baddbmm_(q.transpose(1, 2), g_z * r_k)
+                W_Q_rows.index_add_(0, rows, (g_q * r_q).view(C * B, -1))  # column x_T of W_Q
+        return -torch.stack(log_probs).squeeze(-1).mean(-1)
 
 
 def train_circuits(
@@ -165,27 +236,28 @@ def train_circuits(
     for i, s in enumerate(specs):
         members.setdefault(s.seq_len, []).append(i)
     stacks = {seq_len: CircuitStack([models[i] for i in idx], device) for seq_len, idx in members.items()}
+    # each run's (eta_QK, eta_OV) = base x ramp(step), ramp = start + (end - start) x step / total, as lrs
+    base = torch.tensor([[s.lr_qk, s.lr_ov] for s in specs], dtype=torch.float64)  # (runs, 2)
+    starts = torch.tensor([[s.qk_ramp[0], s.ov_ramp[0]] for s in specs], dtype=torch.float64)
+    ends = torch.tensor([[s.qk_ramp[1], s.ov_ramp[1]] for s in specs], dtype=torch.float64)
     with torch_threads(threads):
         for epoch in range(max_epochs):
             if not members:
                 break
             first = epoch * batches_per_epoch  # the epoch's first step
-            # the epoch's batches of every stream a running circuit reads, drawn in the stream's order
+            step = torch.arange(first, first + batches_per_epoch, dtype=torch.float64)[:, None, None]
+            lrs = base * (starts + (ends - starts) * step / max(total, 1))  # (steps, runs, 2)
+            # the epoch's batches of every stream a running circuit reads, one draw each as train_circuit's
             keys = sorted({(specs[i].seed, specs[i].seq_len) for idx in members.values() for i in idx})
-            drawn = {key: _draw(streams[key], batch_size, key[1], batches_per_epoch) for key in keys}
+            drawn = {key: sample_batches(batches_per_epoch, batch_size, key[1], streams[key]) for key in keys}
             for seq_len in list(members):
                 idx, stack = members[seq_len], stacks[seq_len]
                 own = [key for key in keys if key[1] == seq_len]  # the streams of this length
+                reads = torch.tensor([own.index((specs[i].seed, seq_len)) for i in idx], device=device)
                 inputs = torch.stack([drawn[key][0] for key in own], 1).to(device)  # (steps, streams, B, T)
                 targets = torch.stack([drawn[key][1] for key in own], 1).to(device)  # (steps, streams, B)
-                reads = torch.tensor([own.index((specs[i].seed, seq_len)) for i in idx], device=device)
-                lrs = torch.tensor(
-                    [[specs[i].lrs(first + t, total) for i in idx] for t in range(batches_per_epoch)]
-                ).to(device)  # (steps, C, 2): eta_QK, eta_OV
-                running = torch.zeros(len(idx), dtype=torch.float64, device=device)
-                for t in range(batches_per_epoch):
-                    running += stack.step(inputs[t, reads], targets[t, reads], lrs[t])
-                means = (running / batches_per_epoch).tolist()
+                losses = stack.train_epoch(inputs, targets, lrs[:, idx].to(device), reads)
+                means = (losses.double().sum(0) / batches_per_epoch).tolist()
                 for i, mean in zip(idx, means, strict=True):
                     if not math.isfinite(mean):
                         raise TrainingDiverged(f"{specs[i]}: training loss {mean} at epoch {epoch}")
@@ -223,21 +295,16 @@ def _record(
     r.stopped_early = loss_stop is not None and mean <= loss_stop
 
 
-def _draw(
-    stream: torch.Generator, batch_size: int, seq_len: int, n: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The next ``n`` batches of ``stream`` (``sample_batch`` as ``train_circuit`` draws them): inputs (n, B,
-    T) and targets (n, B)."""
-    drawn = [sample_batch(batch_size, seq_len, stream) for _ in range(n)]
-    return torch.stack([b.inputs for b in drawn]), torch.stack([b.targets for b in drawn])
-
-
-def benchmark(scale: str = "cpu", one_by_one: int | None = 1) -> dict[str, float | int | bool | str]:
-    """Time the circuit runs of Fig. 2 and the ratio sweep at ``scale`` on this machine's CPU, one thread: all
-    at once (``train_circuits``, one batch per set of shared training settings) and one by one
-    (``train_circuit``), in CPU seconds (``process_time``) and wall seconds. ``one_by_one``: how many runs of
-    each (parameterisation, sequence length) to train one by one (None: all); the one-by-one totals are then
-    extrapolated from their seconds per SGD step and every run's steps (``*_all``; measured when all ran).
+def benchmark(
+    scale: str = "cpu", one_by_one: int | None = 1, device: str = "cpu"
+) -> dict[str, float | int | bool | str]:
+    """Time the circuit runs of Fig. 2 and the ratio sweep at ``scale`` on this machine: all at once
+    (``train_circuits``, one batch per set of shared training settings, on ``device``, one thread on the
+    CPU) and one by one (``train_circuit``, on the CPU, one thread), in CPU seconds (``process_time``) and
+    wall seconds; also the batched program's steps (a step of a stack trains all its circuits) and its time
+    per batched step (``plan``'s cost model). ``one_by_one``: how many runs of each (parameterisation,
+    sequence length) to train one by one (None: all); the one-by-one totals are then extrapolated from their
+    seconds per SGD step and every run's steps (``*_all``; measured when all ran).
     Also reports how far those runs' final weights (max relative difference), losses and held-out metrics
     (what the notebook prints: the mean distinct-token mass and true-label probability, the accuracy, on the
     preset's held-out set; max absolute difference) are from the batched ones (and the run where the metrics
@@ -250,17 +317,28 @@ def benchmark(scale: str = "cpu", one_by_one: int | None = 1) -> dict[str, float
     by_settings: dict[str, list[int]] = {}  # the runs that share their training settings train as one batch
     for i, (_, settings) in enumerate(runs):
         by_settings.setdefault(json.dumps(settings, sort_keys=True), []).append(i)
+    if device != "cpu":  # start the device outside the timing
+        train_circuits(specs[:1], batches_per_epoch=2, max_epochs=1, device=device)
     cpu, wall = time.process_time(), time.perf_counter()
     batched: list[CircuitTrainResult] = [None] * len(specs)  # type: ignore[list-item]
     for key, idx in by_settings.items():
-        results = train_circuits([specs[i] for i in idx], device="cpu", threads=1, **json.loads(key))
+        results = train_circuits([specs[i] for i in idx], device=device, threads=1, **json.loads(key))
         for i, r in zip(idx, results, strict=True):
             batched[i] = r
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    stacks: dict[tuple[str, int], int] = {}  # the steps each stack ran: those of its longest run
+    for key, idx in by_settings.items():
+        for i in idx:
+            stacks[key, specs[i].seq_len] = max(stacks.get((key, specs[i].seq_len), 0), batched[i].steps)
     out: dict[str, float | int | bool | str] = {
         "circuits": len(specs),
         "steps": sum(r.steps for r in batched),
-        "batched_cpu_s": time.process_time() - cpu,
-        "batched_wall_s": time.perf_counter() - wall,
+        "batched_device": device,
+        "batched_cpu_s": cpu,
+        "batched_wall_s": wall,
+        "batched_steps": sum(stacks.values()),
+        "batched_cpu_ms_per_step": 1e3 * cpu / sum(stacks.values()),
+        "batched_wall_ms_per_step": 1e3 * wall / sum(stacks.values()),
     }
     groups: dict[tuple[str, int], list[int]] = {}
     for i, s in enumerate(specs):

@@ -47,6 +47,7 @@ from attnlab.papers.qk_speed.synthetic import (
     SyntheticBatch,
     sample_balanced_batch,
     sample_batch,
+    sample_batches,
     seeded_generator,
 )
 from attnlab.training.optim import sgd
@@ -302,8 +303,9 @@ def train_circuit(
     ``max_epochs``.
 
     A kind name builds the model with ``make_circuit(kind, seed=seed)``; batches come from stream 1 of
-    ``seeded_generator(seed)``, so a run is repeatable bit for bit on CPU; it trains with ``threads`` intra-op
-    threads (see ``torch_threads``; 1 by default). ``on_epoch(epoch, model)`` is called after each epoch.
+    ``seeded_generator(seed)``, an epoch's in one draw (``sample_batches``), so a run is repeatable bit for
+    bit on CPU; it trains with ``threads`` intra-op threads (see ``torch_threads``; 1 by default).
+    ``on_epoch(epoch, model)`` is called after each epoch.
     """
     if isinstance(model, str):
         model = make_circuit(model, seed=seed)
@@ -317,13 +319,13 @@ def train_circuit(
         model.train()
         for epoch in range(max_epochs):
             running = 0.0
-            for _ in range(batches_per_epoch):
+            inputs, targets = sample_batches(batches_per_epoch, batch_size, seq_len, data)  # (steps, B, T)
+            for t in range(batches_per_epoch):
                 for group in opt.param_groups:
                     lr, (start, end) = base[group["name"]]
                     group["lr"] = lr * ramp(step, total, start, end)
-                batch = sample_batch(batch_size, seq_len, data)
-                logits, _ = model(batch.inputs)
-                loss = F.cross_entropy(logits, batch.targets)
+                logits, _ = model(inputs[t])
+                loss = F.cross_entropy(logits, targets[t])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()

@@ -19,7 +19,12 @@ import numpy as np
 import pandas as pd
 
 from attnlab.metrics import attention_confidence_model_correct
-from attnlab.papers.qk_speed.authors import FIG3_FINAL, FIG4_END_STATES
+from attnlab.papers.qk_speed.authors import (
+    FIG3_FINAL,
+    FIG4_END_STATES,
+    SVA_TEST_ACCURACY,
+    SVA_TRAIN_SENTENCES,
+)
 from attnlab.papers.qk_speed.dynamics import regime_fit
 from attnlab.papers.qk_speed.presets import KINDS, fig2_runs
 from attnlab.runner.claims import Claim, signed
@@ -48,7 +53,7 @@ GOOD_FIT = 0.95  # Fig. 4: R^2 of mu_OV ~ log t counted as a good fit
 TOLERANCE_POINTS = 2.0  # real data: "similar" accuracy / F1 within 2 points,
 TOLERANCE_SPREADS = 2.0  # or within 2 seed standard deviations (the larger variant's) if that is wider
 LEARNS_AGREEMENT = 0.9  # SVA: the 1-layer model "learns agreement" at this accuracy
-SVA_CHANCE = 0.5  # SVA is a balanced two-class task
+SVA_CHANCE = 0.5  # a balanced two-class task; SVA's gate uses its test set's majority share (sva_chance)
 QA_FLOOR = 0.05  # SQuAD has no chance level: the baseline "learns the task" above this exact-match rate
 DOMINANCE = 2.0  # Fig. 4: a term of the first integral dominates when it is this many times the other
 
@@ -468,27 +473,57 @@ def _pooled(frame: pd.DataFrame, column: str) -> tuple[list[int], list[int]]:
     return [int(v) for v in by.sum()], [int(v) for v in by.size()]
 
 
+def sva_chance(sva: pd.DataFrame) -> float:
+    """SVA's chance level: the share of the majority class among the test sentences (always predicting it);
+    0.5 for balanced data, 0.68 on the authors' Linzen set (68 % singular)."""
+    one = sva[(sva["variant"] == sva["variant"].iloc[0]) & (sva["seed"] == sva["seed"].iloc[0])]
+    share = float(one["label"].mean()) if "label" in one else 0.5
+    return max(share, 1.0 - share)
+
+
+def _authors_mean(values: Sequence[float]) -> str:
+    return f"{sum(values) / len(values):.3f}"
+
+
 def _sva(exp: QKSpeedExperiment, sva: pd.DataFrame) -> list[Claim]:
+    """The SVA rows. Every row first passes ``gate_scores`` against ``sva_chance``; the authors' printed test
+    accuracies (``authors.SVA_TEST_ACCURACY``) stand beside ours."""
+    chance = sva_chance(sva)
+    gate = gate_scores(*_pooled(sva, "correct"), chance)
+    if gate is not None:
+        gate = replace(gate, why=f"{gate.why} (chance: the majority class, {chance:.3f})")
+    a = SVA_TEST_ACCURACY
+    base, fast = _authors_mean(a["baseline"]), _authors_mean(a["fast QK"])
+    authors = f"authors' notebooks: test accuracy {base} -> {fast}"
     claims = _real_data(
         exp,
         sva,
         "SVA",
-        "accuracy ~0.92-0.93",
-        "attention on subject and verb rises (no number known)",
+        f"accuracy ~0.92-0.93 ({authors})",
+        "attention on subject and verb rises (authors' notebooks: mass <= 0.1 in 58 % -> 22 % of test "
+        "sentences)",
         "correct",
         "accuracy",
-        gate_scores(*_pooled(sva, "correct"), SVA_CHANCE),
+        gate,
     )
-    acc = sva.groupby(["variant", "seed"])["correct"].mean().groupby(level=0).mean()
+    per_seed = sva.groupby(["variant", "seed"])
+    acc = per_seed["correct"].mean().groupby(level=0).mean()
+    n_sentences = int(per_seed.size().iloc[0])
+    train = int(sva["train_sentences"].iloc[0]) if "train_sentences" in sva else 0
+    fewer = f"{SVA_TRAIN_SENTENCES / train:.0f} x fewer than" if train else "against"
+    data = (
+        f"{train} training sentences of all offline BIG-bench agreement sets, {fewer} the authors' "
+        f"{SVA_TRAIN_SENTENCES} (10 % of Linzen's 1.58M); {n_sentences} test sentences"
+    )
     claims.append(
         Claim(
             "SVA",
-            "the 1-layer model learns agreement",
-            "accuracy ~0.92-0.93 (Linzen's full data set)",
+            "the 1-layer attention-only model learns agreement",
+            f"accuracy ~0.92-0.93 ({authors})",
             "accuracy "
             + ", ".join(f"{k} {v:.3f}" for k, v in acc.items())
-            + " (500 BIG-bench items, 80 % for training)",
-            verdict_learns_agreement(acc.tolist()),
+            + f" (chance {chance:.3f}; {data})",
+            gate or verdict_learns_agreement(acc.tolist()),
         )
     )
     return claims

@@ -46,6 +46,12 @@ from attnlab.papers.qk_speed.dynamics import (
     stopping_values,
 )
 from attnlab.papers.qk_speed.presets import PRESETS, SVA_ITEMS, CircuitRun, Preset, fig2_runs
+from attnlab.papers.qk_speed.sva import (
+    AttentionOnlyClassifier,
+    held_out_subset,
+    load_agreement,
+    train_agreement,
+)
 from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
 from attnlab.papers.qk_speed.text_tasks import (
     DatasetUnavailable,
@@ -54,9 +60,7 @@ from attnlab.papers.qk_speed.text_tasks import (
     encode_qa,
     load_hatexplain,
     load_squad,
-    load_sva,
     qa_outputs,
-    train_classifier,
     train_qa,
 )
 from attnlab.runner.claims import Claim
@@ -78,6 +82,7 @@ RATIO_INIT_LABELS = {"default": "QK at nn.Linear default", "identity": "QK at 1e
 _CIRCUIT_CODE = ("papers/qk_speed/circuits.py", "papers/qk_speed/synthetic.py")
 _BATCHED_CODE = (*_CIRCUIT_CODE, "papers/qk_speed/batched.py")
 _GPT_CODE = ("attention.py", "model.py", "training/trainer.py", "papers/qk_speed/text_tasks.py")
+_SVA_CODE = ("attention.py", "papers/qk_speed/text_tasks.py", "papers/qk_speed/sva.py")
 
 
 def _tensors(d: dict) -> dict:
@@ -227,6 +232,18 @@ class QKSpeedExperiment(PaperExperiment):
         circuits = self.circuit_configs()
         steps = sum(cfg["max_epochs"] * cfg["batches_per_epoch"] for cfg in circuits)
         return steps + sum(cfg["epochs"] * cfg["batches_per_epoch"] for cfg in self._fig3_jobs())
+
+    def circuit_stacks(self) -> list[tuple[int, int]]:
+        """The batched program that trains the circuit runs (``_train_circuits``): (circuits, batched SGD
+        steps at most) of each ``CircuitStack`` that ``train_circuits`` runs, one per set of shared training
+        settings and sequence length, for :mod:`attnlab.runner.plan` (a stack's step trains all its
+        circuits; stopped circuits leave it, so the steps are an upper bound)."""
+        stacks: dict[tuple[str, int], list[int]] = {}
+        for cfg in self.circuit_configs():
+            spec, settings = circuit_spec(cfg)
+            steps = settings["max_epochs"] * settings["batches_per_epoch"]
+            stacks.setdefault((json.dumps(settings, sort_keys=True), spec.seq_len), [0, steps])[0] += 1
+        return [(circuits, steps) for circuits, steps in stacks.values()]
 
     def circuit_configs(self) -> list[dict]:
         """The distinct circuit runs of Fig. 2 and the ratio sweep (their cache configs), in job order."""
@@ -463,69 +480,76 @@ class QKSpeedExperiment(PaperExperiment):
     def _lr_scale(self, qk_scale: float, variant: str) -> dict[str, float]:
         return {"qk": qk_scale, "embed": qk_scale} if variant == "fast QK" else {}
 
-    def sva(self) -> pd.DataFrame:
-        """Subject-verb agreement, baseline vs faster QK, every SVA seed: one row per (variant, seed, test
-        example) with the class probability of the true label, correctness, attention mass of the verb on the
-        subject head and the verb, comprehensiveness and sufficiency."""
+    def sva_data(self):
+        """The agreement sentences of every offline set (``sva.load_agreement``) and the test sentences the
+        metrics use (``sva.held_out_subset``: ``test_limit`` of them, the same for every run)."""
         p = self.preset.sva
-        data = load_sva(p.limit)
+        data = load_agreement(train_fraction=p.train_fraction, limit=p.limit)
+        return data, held_out_subset(data, p.test_limit)
+
+    def sva(self) -> pd.DataFrame:
+        """Subject-verb agreement as the authors set it up (``papers/qk_speed/sva.py``): the verb's number
+        from the full sentence, an attention-only block, baseline vs faster QK, every SVA seed. One row per
+        (variant, seed, test sentence): the class probability of the true label, correctness, the label, the
+        last token's attention mass on the subject head and the verb, comprehensiveness and sufficiency at the
+        top ``topk`` of the tokens by that attention."""
+        p = self.preset.sva
+        data, test = self.sva_data()
         cfg = replace(
             p.model, vocab_size=len(data.vocab), block_size=max(p.model.block_size, data.tokens.shape[1])
         )
-        test = data.split(False)
         dev = self.torch_device
         frames = []
         for variant in VARIANTS:
             for seed in self.preset.sva_seeds:
                 scale = self._lr_scale(p.qk_scale, variant)
-                config = dict(
-                    model=cfg.to_dict(),
+                settings = dict(
                     epochs=p.epochs,
                     batch_size=p.batch_size,
                     lr=p.lr,
                     momentum=p.momentum,
+                    weight_decay=p.weight_decay,
+                    warmup=p.warmup,
                     lr_scale=scale,
                     seed=seed,
-                    device=dev.type,
                 )
+                config = dict(model=cfg.to_dict(), **settings, device=dev.type)
 
-                def compute(scale=scale, seed=seed) -> dict:
-                    return train_classifier(
-                        cfg,
-                        data,
-                        epochs=p.epochs,
-                        batch_size=p.batch_size,
-                        lr=p.lr,
-                        momentum=p.momentum,
-                        lr_scale=scale,
-                        seed=seed,
-                        device=str(dev),
-                    )
+                def compute(settings=settings) -> dict:
+                    return train_agreement(cfg, data, **settings, device=str(dev))
 
-                res = self._cached("sva", config, compute, data=data.fingerprint(), code=_GPT_CODE)
-                model = GPT(cfg).to(dev)
+                res = self._cached(
+                    "sva_attention_only", config, compute, data=data.fingerprint(), code=_SVA_CODE
+                )
+                model = AttentionOnlyClassifier(cfg).to(dev)
                 model.load_state_dict(res["model"])
                 out = classifier_outputs(model, test)
                 probs, attn = out["probs"], out["attn"]
-                valid = torch.arange(test.tokens.shape[1]) < (test.lengths[:, None] - 1)  # never the verb
-                faith = faithfulness(
-                    classifier_prob_fn(model, test.lengths), test.tokens, attn, p.topk, valid
-                )
+                real = torch.arange(test.tokens.shape[1]) < test.lengths[:, None]  # ranked: every real token
+                faith = faithfulness(classifier_prob_fn(model, test.lengths), test.tokens, attn, p.topk, real)
                 frames.append(
                     pd.DataFrame(
                         {
                             "variant": variant,
                             "seed": seed,
+                            "label": test.labels.numpy(),
                             "mass": attention_mass(attn, test.relevant).double().numpy(),
                             "true_prob": probs.gather(-1, test.labels[:, None]).squeeze(-1).double().numpy(),
                             "correct": (probs.argmax(-1) == test.labels).numpy(),
                             "comprehensiveness": faith["comprehensiveness"].double().numpy(),
                             "sufficiency": faith["sufficiency"].double().numpy(),
                             "final_train_loss": float(res["train_loss"][-1]),
+                            "train_sentences": int(data.train.sum()),
                         }
                     )
                 )
         return pd.concat(frames, ignore_index=True)
+
+    def sva_summary(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``real_summary`` of the SVA columns with the authors' printed numbers beside ours
+        (``authors.sva_column``, reference only)."""
+        out = self.real_summary(frame, ["correct", "mass", "true_prob", "comprehensiveness", "sufficiency"])
+        return out.assign(**{"authors' notebook": pd.Series(authors.sva_column(out.index))})
 
     def real_summary(self, frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         """Per variant: mean and std over seeds of the per-seed means of ``columns``, and of AC and ACMC (%,
@@ -550,7 +574,8 @@ class QKSpeedExperiment(PaperExperiment):
     def planned_runs(self) -> dict[str, PlannedRun]:
         """The GPT training runs of the notebook, for :mod:`attnlab.runner.plan`, at an upper bound of their
         tokens (every sequence as long as the context: batches are padded to their longest sequence). The
-        circuit and fixed-attention runs are tiny models on the CPU and are not counted."""
+        circuit and fixed-attention runs are tiny models, counted apart (``circuit_stacks``,
+        ``circuit_steps``)."""
         p, q = self.preset.sva, self.preset.squad
         items = p.limit or SVA_ITEMS
         runs = {}

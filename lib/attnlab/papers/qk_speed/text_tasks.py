@@ -1,20 +1,16 @@
-"""Real-data tasks of "Faster query-key learning sharpens attention" (arXiv 2608.06776): subject-verb
-agreement as classification, SQuAD v1.1 as generative QA, and a HateXplain loader; with the small training
-loops that fit a ``GPT`` to them (classification head on the last token; answer-only language-model loss).
+"""Real-data tasks of "Faster query-key learning sharpens attention" (arXiv 2608.06776): the shared pieces of
+subject-verb agreement as classification (``sva``), SQuAD v1.1 as generative QA with the small training loop
+that fits a ``GPT`` to it (answer-only language-model loss), and a HateXplain loader.
 
 Everything ships offline inside BIG-bench's PyPI sdist (artifact ``bigbench``) except HateXplain, which only
 the Hugging Face hub serves: :func:`load_hatexplain` asks ``datasets`` for it by name and raises
 :class:`DatasetUnavailable` with a plain message when it cannot be had (always, offline).
 
-Subject-verb agreement (SVA). BIG-bench's ``subject_verb_agreement/linzen2016_english.json`` holds 500 items
-of Linzen et al. (2016): a sentence prefix that ends right before the verb, and the continuation with the
-verb in the right and in the wrong number. Each item gives two classification examples, prefix + verb ->
-grammatical (1) or not (0), so the classes are balanced and the last token, which the class head reads, is
-the verb (Linzen et al.'s "grammaticality judgement" variant). Tokens are lower-cased words with a trailing
-plural / third-person "-s" split off as its own token ``+s`` (``papers`` -> ``paper +s``), so that number is
-visible to a model that never saw the word. The authors' Linzen data marks the subject's position; BIG-bench
-does not, so :func:`subject_head` finds it with a rule (documented there): a heuristic, right on most items,
-not all. Items are split 80/20 into train and test by their index (both examples of an item on the same side).
+Subject-verb agreement (SVA): the task, its model and training loop are in ``sva`` (the authors' set-up); here
+are the pieces it shares: words, tokens with a trailing plural / third-person "-s" split off as its own token
+``+s`` (``papers`` -> ``paper +s``, so that number is visible to a model that never saw the word), the rule
+that finds a subject BIG-bench does not mark (:func:`subject_head`, a heuristic, right on most items, not
+all), the classification data and the class probabilities / attention of a trained classifier.
 
 SQuAD v1.1 dev (``squad_shifts/squaddev_v1.1.json``, the original SQuAD format) as generative QA with byte
 tokens: ``"<context window>\\nQ: <question>\\nA:"`` followed by ``" <answer>\\n"``; the model is trained on
@@ -39,11 +35,10 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.data.artifacts import extract
-from attnlab.data.tasks import load_task
 from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.errors import TrainingDiverged
 from attnlab.model import GPT, GPTConfig
-from attnlab.training.optim import gpt_groups, make_optimizer, set_lr, sgd
+from attnlab.training.optim import make_optimizer, set_lr
 from attnlab.training.trainer import TrainConfig
 
 _BIGBENCH = "bigbench-1.0.0/bigbench/benchmark_tasks"
@@ -184,45 +179,6 @@ def _split_by_index(i: int, test_every: int = 5) -> bool:
     return i % test_every != test_every - 1
 
 
-def load_sva(limit: int | None = None) -> ClassificationData:
-    """The Linzen et al. SVA items of BIG-bench as grammaticality classification (see the module docstring);
-    ``limit``: the first items only."""
-    items = load_task("sva_linzen", limit)
-    rows = []  # (tokens, label, relevant token indices, item)
-    for i, item in enumerate(items):
-        prefix = words(item.prompt)
-        head = subject_head(prefix)
-        for c, choice in enumerate(item.choices):
-            verb = words(choice)[0]
-            toks, subject = [], []
-            for j, w in enumerate(prefix):
-                pieces = split_suffix(w)
-                if j == head:
-                    subject = list(range(len(toks), len(toks) + len(pieces)))
-                toks += pieces
-            verb_pieces = split_suffix(verb)
-            relevant = subject + list(range(len(toks), len(toks) + len(verb_pieces)))
-            rows.append((toks + verb_pieces, int(c == item.answer), relevant, i))
-    train = torch.tensor([_split_by_index(r[3]) for r in rows])
-    vocab = Vocabulary([t for r, tr in zip(rows, train.tolist(), strict=True) if tr for t in r[0]])
-    T = max(len(r[0]) for r in rows)
-    tokens = torch.zeros(len(rows), T, dtype=torch.long)
-    relevant = torch.zeros(len(rows), T, dtype=torch.bool)
-    for n, (toks, _, rel, _) in enumerate(rows):
-        tokens[n, : len(toks)] = torch.tensor(vocab.encode(toks))
-        relevant[n, rel] = True
-    return ClassificationData(
-        tokens=tokens,
-        lengths=torch.tensor([len(r[0]) for r in rows]),
-        labels=torch.tensor([r[1] for r in rows]),
-        relevant=relevant,
-        item=torch.tensor([r[3] for r in rows]),
-        train=train,
-        vocab=vocab,
-        n_classes=2,
-    )
-
-
 # --- HateXplain -------------------------------------------------------------------------------------------
 
 
@@ -253,48 +209,6 @@ def load_hatexplain(split: str = "train"):
 
 
 # --- classifier training and evaluation -------------------------------------------------------------------
-
-
-def train_classifier(
-    cfg: GPTConfig,
-    data: ClassificationData,
-    *,
-    epochs: int,
-    batch_size: int,
-    lr: float,
-    momentum: float,
-    lr_scale: dict[str, float],
-    seed: int,
-    device: str = "cpu",
-) -> dict:
-    """Train ``GPT(cfg)`` (with ``cfg.n_classes``) on the train split with SGD + momentum
-    (docs/papers/qk-speed.md, claim "SVA"); the parameters of each ``GPT.param_group`` learn at ``lr`` x
-    ``lr_scale.get(group, 1)``. Cross-entropy of the class head on each sequence's last token. Returns
-    ``{"model": state_dict, "train_loss": per-epoch means}``."""
-    torch.manual_seed(seed)
-    model = GPT(cfg).to(device)
-    opt = sgd(gpt_groups(model), lr, momentum=momentum, lr_scale=lr_scale)
-    train = data.split(True)
-    gen = torch.Generator().manual_seed(seed)
-    losses = []
-    model.train()
-    for epoch in range(epochs):
-        order = torch.randperm(len(train), generator=gen)
-        total = 0.0
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            width = int(train.lengths[idx].max())
-            x = train.tokens[idx, :width].to(device)
-            logits = model.classify(x, last=(train.lengths[idx] - 1).to(device))
-            loss = F.cross_entropy(logits.float(), train.labels[idx].to(device))
-            if not math.isfinite(loss.item()):
-                raise TrainingDiverged(f"classifier: loss {loss.item()} in epoch {epoch}")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
-        losses.append(total / len(train))
-    return {"model": {k: v.cpu() for k, v in model.state_dict().items()}, "train_loss": losses}
 
 
 def _compact(tokens: torch.Tensor, lengths: torch.Tensor, keep: torch.Tensor):

@@ -1,0 +1,190 @@
+"""SVA as the authors set it up (``attnlab.papers.qk_speed.sva``): the verb-number labels, the offline data,
+the attention-only classifier and its training loop, the claims' chance level and gate."""
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnlab.model import GPTConfig
+from attnlab.papers.qk_speed import authors, sva
+from attnlab.papers.qk_speed import claims as qk
+from attnlab.papers.qk_speed.experiment import QKSpeedExperiment
+from attnlab.papers.qk_speed.text_tasks import ClassificationData, Vocabulary, classifier_outputs
+
+
+@pytest.mark.parametrize(
+    ("correct", "wrong", "number"),
+    [
+        ("is", "are", sva.SINGULAR),
+        ("were", "was", sva.PLURAL),
+        ("admires", "admire", sva.SINGULAR),
+        ("understand", "understands", sva.PLURAL),
+        ("passes", "pass", sva.SINGULAR),
+        ("doesn't", "don't", sva.SINGULAR),
+        ("carry'kayani", "carries'kayani", sva.PLURAL),
+    ],
+)
+def test_verb_number(correct, wrong, number):
+    assert sva.verb_number(correct, wrong) == number
+
+
+def test_verb_number_refuses_what_it_cannot_tell():
+    with pytest.raises(ValueError):
+        sva.verb_number("run", "walk")
+
+
+def test_agreement_data_is_full_sentences_with_subject_and_verb_marked():
+    data = sva.load_agreement(limit=30)
+    assert set(data.item.unique().tolist()) == set(range(len(sva.SVA_SETS)))
+    assert set(data.labels.unique().tolist()) == {sva.SINGULAR, sva.PLURAL}
+    assert 0 < data.train.float().mean() < 0.3  # about 10 % train
+    assert (data.relevant.sum(-1) >= 2).all()  # the subject's head and the verb
+    simple = data.item == sva.SVA_SETS.index("simple_english")
+    itos = data.vocab.itos
+    # "The athlete admires" -> the athlete admire +s, label singular; the class token is the sentence's last
+    for n in simple.nonzero().flatten()[:5].tolist():
+        toks = data.tokens[n, : data.lengths[n]].tolist()
+        marked = data.relevant[n, : data.lengths[n]].nonzero().flatten().tolist()
+        assert marked[0] == 1 and marked[-1] == len(toks) - 1
+        assert (itos[toks[-1]] == "+s") == (data.labels[n].item() == sva.SINGULAR)
+    inner = (data.item == sva.SVA_SETS.index("short_nested_inner_english")).nonzero().flatten()[0].item()
+    words = [itos[t] for t in data.tokens[inner, : data.lengths[inner]].tolist()]
+    subject = data.relevant[inner].nonzero().flatten()[0].item()
+    assert words[subject - 2 : subject] == ["that", "the"]  # the inner verb agrees with the embedded subject
+
+
+def test_held_out_subset_is_fixed_and_from_the_test_split():
+    data = sva.load_agreement(limit=30)
+    a, b = sva.held_out_subset(data, 50), sva.held_out_subset(data, 50)
+    assert len(a) == 50 and torch.equal(a.tokens, b.tokens) and not a.train.any()
+    assert len(sva.held_out_subset(data, None)) == int((~data.train).sum())
+
+
+def _cfg(vocab=12, T=8):
+    return GPTConfig(
+        vocab_size=vocab, n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=T, pos="learned",
+        n_classes=2, tie_embeddings=False, bias=True,
+    )  # fmt: skip
+
+
+def _toy(n=256, T=6, vocab=12, seed=0):
+    """A trivially separable task: class 1 iff token 3 occurs somewhere in the sentence (else token 2 does),
+    at a random position, so the last token must attend to it."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(4, vocab, (n, T), generator=g)
+    labels = torch.randint(0, 2, (n,), generator=g)
+    pos = torch.randint(0, T, (n,), generator=g)
+    tokens[torch.arange(n), pos] = 2 + labels
+    relevant = torch.zeros(n, T, dtype=torch.bool)
+    relevant[torch.arange(n), pos] = True
+    train = torch.arange(n) < n * 3 // 4
+    return ClassificationData(
+        tokens,
+        torch.full((n,), T),
+        labels,
+        relevant,
+        torch.zeros(n, dtype=torch.long),
+        train,
+        Vocabulary([]),
+        2,
+    )
+
+
+def test_the_attention_only_classifier_learns_a_separable_toy_task():
+    """The model itself can learn: trained with Adam it separates a toy task the last token must attend for.
+    (The authors' SGD from their 0.02 initialisation sits on a plateau for thousands of steps: a product of
+    four small matrices, see ``SVASetup``; that is the budget's limit, not the model's, and this test keeps
+    the two apart.)"""
+    data, cfg = _toy(), _cfg()
+    torch.manual_seed(0)
+    model = sva.AttentionOnlyClassifier(cfg)
+    train, test = data.split(True), data.split(False)
+    last = test.lengths - 1
+    first = F.cross_entropy(model.classify(test.tokens, last=last), test.labels).item()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(300):
+        i = torch.randint(0, len(train.labels), (16,))
+        loss = F.cross_entropy(model.classify(train.tokens[i], last=train.lengths[i] - 1), train.labels[i])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    res = classifier_outputs(model, test)
+    assert (res["probs"].argmax(-1) == test.labels).float().mean().item() >= 0.95
+    assert F.cross_entropy(model.classify(test.tokens, last=last), test.labels).item() < 0.1 * first
+
+
+def test_the_classifier_reads_only_the_attention_output_and_captures_its_pattern():
+    cfg = _cfg()
+    torch.manual_seed(0)
+    model = sva.AttentionOnlyClassifier(cfg)
+    x = torch.randint(0, 12, (3, 5))
+    cache: list[dict] = []
+    logits = model.classify(x, last=torch.tensor([4, 2, 3]), cache=cache)
+    h = model.wte(x) + model.wpe(torch.arange(5))
+    expect = model.cls_head(model.attn(h)[torch.arange(3), torch.tensor([4, 2, 3])])
+    assert torch.allclose(logits, expect, atol=1e-6)
+    assert cache[0]["pattern"].shape == (3, 2, 5, 5)
+    groups = {n: model.param_group(n) for n, _ in model.named_parameters()}
+    assert groups["wte.weight"] == groups["wpe.weight"] == "embed"
+    assert groups["attn.q_proj.bias"] == groups["attn.k_proj.weight"] == "qk"
+    assert groups["attn.v_proj.weight"] == groups["attn.o_proj.bias"] == "ov"
+    assert groups["cls_head.weight"] == "head"
+
+
+def test_training_scales_each_group_and_follows_the_cosine_schedule():
+    data, cfg = _toy(n=64), _cfg()
+    torch.manual_seed(3)
+    init = sva.AttentionOnlyClassifier(cfg).state_dict()
+    kw = dict(epochs=2, batch_size=8, lr=0.05, momentum=0.9, weight_decay=0.0, warmup=0.1, seed=3)
+    trained = sva.train_agreement(cfg, data, lr_scale={"qk": 0.0}, **kw)["model"]
+    for name in ("attn.q_proj.weight", "attn.k_proj.weight", "attn.q_proj.bias"):
+        assert torch.equal(init[name], trained[name]), name
+    assert not torch.equal(init["attn.v_proj.weight"], trained["attn.v_proj.weight"])
+    assert sva.cosine_with_warmup(0, 100, 10) == 0.0 and sva.cosine_with_warmup(5, 100, 10) == 0.5
+    assert sva.cosine_with_warmup(10, 100, 10) == 1.0 and sva.cosine_with_warmup(100, 100, 10) == 0.0
+    assert sva.cosine_with_warmup(55, 100, 10) == pytest.approx(0.5)
+
+
+def _frame(correct_rate, labels_plural=0.5, n=40):
+    rows = []
+    for variant in ("baseline", "fast QK"):
+        for seed in (0, 1):
+            for k in range(n):
+                rows.append({
+                    "variant": variant, "seed": seed, "mass": 0.2 if variant == "baseline" else 0.5,
+                    "true_prob": 0.9, "correct": k < correct_rate[variant] * n,
+                    "label": int(k < labels_plural * n), "train_sentences": 3900,
+                })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_sva_chance_is_the_majority_share():
+    assert qk.sva_chance(_frame({"baseline": 1, "fast QK": 1})) == 0.5
+    assert qk.sva_chance(_frame({"baseline": 1, "fast QK": 1}, labels_plural=0.3)) == pytest.approx(0.7)
+    assert qk.sva_chance(_frame({"baseline": 1, "fast QK": 1}).drop(columns="label")) == 0.5
+
+
+def test_sva_claims_gate_on_the_majority_class_and_state_the_data():
+    learned = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.95, "fast QK": 0.95}))
+    assert [c.verdict for c in learned] == ["holds", "holds", "holds"]
+    assert "3900 training sentences" in learned[2].ours and "40 x fewer" in learned[2].ours
+    assert "0.924 -> 0.934" in learned[1].paper  # the authors' printed accuracies
+    # 0.75 correct beats 0.5 but not a 0.7 majority class: every row is not testable
+    frame = _frame({"baseline": 0.75, "fast QK": 0.75}, labels_plural=0.3)
+    rows = qk._sva(QKSpeedExperiment, frame)
+    assert all(c.verdict.startswith("not testable here") for c in rows)
+    assert "majority class, 0.700" in rows[0].verdict
+    assert qk._sva(QKSpeedExperiment, _frame({"baseline": 0.75, "fast QK": 0.75}))[2].verdict.startswith(
+        "does not hold"
+    )
+
+
+def test_the_authors_sva_numbers_have_their_sources():
+    assert set(authors.SVA_SOURCES) == set(authors.SVA_TEST_ACCURACY) == {"baseline", "fast QK"}
+    col = authors.sva_column(["baseline", "fast QK", "other"])
+    assert col["baseline"].startswith("test accuracy 0.924") and col["other"] == "not printed"
+    assert all(len(v) == 5 for v in authors.SVA_TEST_ACCURACY.values())
+    assert math.isclose(sva.LINZEN_SENTENCES * 0.1, authors.SVA_TRAIN_SENTENCES, rel_tol=1e-3)
