@@ -7,4 +7,5 @@ PAPERS: dict[str, str] = {
     "qk_speed": "attnlab.papers.qk_speed",
     "contribution_weights": "attnlab.papers.contribution_weights",
     "sd_routing": "attnlab.papers.sd_routing",
+    "synthesis": "attnlab.papers.synthesis",
 }

@@ -26,6 +26,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "qk_speed": (),
     "contribution_weights": ("hf",),
     "sd_routing": ("hf",),
+    "synthesis": ("hf",),
 }
 
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
