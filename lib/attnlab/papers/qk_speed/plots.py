@@ -18,7 +18,7 @@ from matplotlib.colors import Normalize
 from attnlab.metrics import DTAP_EDGES
 from attnlab.runner import style
 
-VARIANT_COLORS = {"baseline": "#4c72b0", "fast QK": "#dd8452"}
+VARIANT_COLORS = {"baseline": style.color("sa"), "fast QK": style.color("fast-qk")}
 
 
 def dtap_grid(
@@ -175,9 +175,11 @@ def stopping_thresholds(curves: pd.DataFrame) -> plt.Figure:
 
 def variant_bars(frame: pd.DataFrame, metrics: dict[str, str], ac: pd.DataFrame | None = None) -> plt.Figure:
     """Baseline vs faster QK: one panel per metric (``metrics``: column -> axis label), bars = mean over seeds
-    of the per-seed means, error bars = std over seeds, dots = seeds; an AC panel (%) from ``ac`` if given."""
+    of the per-seed means, error bars = std over seeds, dots = seeds; an AC panel (%) from ``ac`` if given. A
+    metric that is zero for every run gets no panel (an empty panel says nothing); the title names it."""
     per_seed = frame.groupby(["variant", "seed"], sort=False)[list(metrics)].mean().reset_index()
-    panels = list(metrics.items())
+    panels = [(col, label) for col, label in metrics.items() if per_seed[col].ne(0).any()]
+    zero = [label for col, label in metrics.items() if not per_seed[col].ne(0).any()]
     if ac is not None:
         per_seed = per_seed.merge(ac, on=["variant", "seed"])
         panels.append(("AC", "AC (% of examples)"))
@@ -196,5 +198,7 @@ def variant_bars(frame: pd.DataFrame, metrics: dict[str, str], ac: pd.DataFrame 
         sns.stripplot(data=per_seed, x="variant", y=col, color="black", size=3, ax=ax)
         ax.set(xlabel="QK learning rate", ylabel=label, title=label)
         ax.title.set_fontsize(9)
+    if zero:
+        fig.suptitle(f"zero in every run (no panel): {', '.join(zero)}", fontsize=9)
     fig.tight_layout()
     return fig
