@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from attnlab.runner.claims import Claim, save_table, write_claims
+from attnlab.runner.claims import Claim, fixed, save_table, signed, write_claims
 from attnlab.runner.report import write_report
 from attnlab.runner.verdicts import every_seed
 
@@ -87,3 +87,11 @@ def test_verdict_words_are_read_longest_first():
     assert verdict_word("holds") == "holds"
     with pytest.raises(ValueError):
         verdict_word("maybe")
+
+
+def test_printed_zeros_carry_no_sign():
+    """A mean of near-zero numbers may come out as -0.001 on one machine and +0.001 on another: printed, both
+    are "0.00", so stored notebook outputs do not depend on float noise."""
+    values = (-0.001, -0.0, 0.001, -0.005001, 1.234)
+    assert [fixed(v, 2) for v in values] == ["0.00", "0.00", "0.00", "-0.01", "1.23"]
+    assert [signed(v, 1) for v in (-0.01, 0.04, 0.06, -2.0)] == ["0.0", "0.0", "+0.1", "-2.0"]

@@ -50,6 +50,13 @@ def rounded(frame: pd.DataFrame | pd.Series, decimals: int) -> pd.DataFrame | pd
     return out
 
 
+def fixed(value: float, decimals: int) -> str:
+    """``value`` to ``decimals`` places, a zero always unsigned ("0.00", never "-0.00": whether a mean of
+    near-zero numbers prints a minus is float noise that differs between machines)."""
+    text = f"{value:.{decimals}f}"
+    return text.lstrip("-") if float(text) == 0 else text
+
+
 def signed(value: float, decimals: int) -> str:
     """``value`` with an explicit sign, except when it rounds to zero ("0.0", never "+0.0" or "-0.0")."""
     text = f"{value:+.{decimals}f}"

@@ -31,7 +31,7 @@ from attnlab.papers.sd_routing.presets import (
     SD_VARIANTS,
 )
 from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, rank_equivalent, sd_heads
-from attnlab.runner.claims import Claim, signed
+from attnlab.runner.claims import Claim, fixed, signed
 from attnlab.runner.stats import binomial_interval, estimate
 from attnlab.runner.verdicts import (
     DOES_NOT_HOLD,
@@ -631,6 +631,6 @@ def _means(values_by_size: Mapping[str, Sequence[float]]) -> str:
     parts = []
     for size, values in values_by_size.items():
         e = estimate(list(values))
-        interval = f" [{e.low:.2f}, {e.high:.2f}]" if math.isfinite(e.low) else ""
-        parts.append(f"{size} {e.mean:.2f}{interval}")
+        interval = f" [{fixed(e.low, 2)}, {fixed(e.high, 2)}]" if math.isfinite(e.low) else ""
+        parts.append(f"{size} {fixed(e.mean, 2)}{interval}")
     return ", ".join(parts)
