@@ -8,13 +8,12 @@ import pytest
 import torch
 
 from attnlab.errors import ParameterError
-from attnlab.metrics import contribution_weights
+from attnlab.metrics import contribution_weights, projected_values
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers import synthesis
 from attnlab.papers.synthesis import claims as sc
 from attnlab.papers.synthesis.lenses import (
     EXCLUDED,
-    _model_space,
     excluded_contributions,
     forward_lenses,
     lenses,
@@ -82,7 +81,7 @@ def _random_head(B=2, H=3, T=6, d=4, D=8, seed=0):
 def test_excluded_contributions_without_a_direction_are_the_contribution_weights():
     pattern, v, w = _random_head()
     ours = excluded_contributions(pattern, v, torch.zeros_like(v), w)
-    assert torch.allclose(ours, contribution_weights(pattern, _model_space(v, w)), atol=1e-5)
+    assert torch.allclose(ours, contribution_weights(pattern, projected_values(v, w)), atol=1e-5)
 
 
 def test_excluded_contributions_decompose_the_xsa_output():

@@ -25,7 +25,7 @@ This project's own ``attnlab.model.GPT`` goes through the same ``capture`` / ``i
 its ``run_with_cache`` provides the pattern and the value heads, and an intervention sets each attention
 layer's value scale (``CausalSelfAttention.scaling_values``), which the layer applies where it forms its head
 outputs (``CausalSelfAttention.heads``). Both kinds of model turn value heads into per-head projected values
-by the same ``projected_values``.
+by the same ``attnlab.metrics.projected_values``.
 
 Tested with transformers 5.24 (gguf 0.19, accelerate 1.15).
 """
@@ -81,6 +81,7 @@ from attnlab.attention import rescaled_mix  # noqa: E402
 from attnlab.data import artifacts  # noqa: E402
 from attnlab.data.tokenizer import ByteTokenizer  # noqa: E402
 from attnlab.errors import ParameterError  # noqa: E402
+from attnlab.metrics import projected_values  # noqa: E402
 from attnlab.model import GPT  # noqa: E402
 
 #: The ``attn_implementation`` name under which attnlab's capturing attention function is registered.
@@ -215,23 +216,6 @@ def load_text_model(
 
 # ----------------------------------------------------------------------------------------------
 # per-head projected values and scales
-
-
-def projected_values(value: torch.Tensor, o_weight: torch.Tensor) -> torch.Tensor:
-    """Per-head projected values v~^h_j = v^{g(h)}_j (W_O^h)^T (docs/papers/contribution-weights.md,
-    "Definitions": x_j W_V^h W_O^h in row-vector notation), (B, H, T, D), from the value states ``value``
-    (B, H_kv, T, d) (after the bias of W_V, before grouped-query expansion) and the output projection's weight
-    ``o_weight`` (D, H d), whose column block h d .. (h + 1) d is W_O^h. Query head h reads value head
-    h // (H / H_kv), as transformers' ``repeat_kv`` and ``torch.repeat_interleave`` order them."""
-    B, H_kv, T, d = value.shape
-    D, Hd = o_weight.shape
-    if Hd % d or (Hd // d) % H_kv:
-        shapes = f"o_proj weight {tuple(o_weight.shape)}, value heads {tuple(value.shape)}"
-        raise ValueError(f"{shapes}: the output projection does not fit the value heads")
-    H = Hd // d
-    v = value.repeat_interleave(H // H_kv, dim=1)  # (B, H, T, d)
-    w = o_weight.view(D, H, d).permute(1, 2, 0)  # (H, d, D): W_O^h transposed
-    return v @ w.to(v.dtype)  # (B, H, T, D)
 
 
 def value_scale(

@@ -10,9 +10,26 @@ import torch
 import torch.nn.functional as F
 
 
-def _per_query_head(v: torch.Tensor, n_head: int) -> torch.Tensor:
+def per_query_head(v: torch.Tensor, n_head: int) -> torch.Tensor:
     """Broadcast (B, H_kv, T, d) value heads to the (B, H, T, d) query heads they serve."""
     return v.repeat_interleave(n_head // v.shape[1], dim=1)
+
+
+def projected_values(value: torch.Tensor, o_weight: torch.Tensor) -> torch.Tensor:
+    """Per-head projected values v~^h_j = v^{g(h)}_j (W_O^h)^T (docs/papers/contribution-weights.md,
+    "Definitions": x_j W_V^h W_O^h in row-vector notation), (B, H, T, D), from the value states ``value``
+    (B, H_kv, T, d) (after the bias of W_V, before grouped-query expansion) and the output projection's weight
+    ``o_weight`` (D, H d), whose column block h d .. (h + 1) d is W_O^h. Query head h reads value head
+    h // (H / H_kv), as transformers' ``repeat_kv`` and ``torch.repeat_interleave`` order them."""
+    B, H_kv, T, d = value.shape
+    D, Hd = o_weight.shape
+    if Hd % d or (Hd // d) % H_kv:
+        shapes = f"o_proj weight {tuple(o_weight.shape)}, value heads {tuple(value.shape)}"
+        raise ValueError(f"{shapes}: the output projection does not fit the value heads")
+    H = Hd // d
+    v = per_query_head(value, H)  # (B, H, T, d)
+    w = o_weight.view(D, H, d).permute(1, 2, 0)  # (H, d, D): W_O^h transposed
+    return v @ w.to(v.dtype)  # (B, H, T, D)
 
 
 def similarity_bias(layer: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -34,7 +51,7 @@ def similarity_bias(layer: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """
     pattern, y, z = layer["pattern"], layer["y"], layer["z"]  # (B, H, T, T), (B, H, T, d) x2
     B, H, T, _ = y.shape
-    v = _per_query_head(layer["v"], H)  # (B, H, T, d)
+    v = per_query_head(layer["v"], H)  # (B, H, T, d)
     vn = F.normalize(v.float(), dim=-1)
     gram = vn @ vn.transpose(-1, -2)  # (B, H, T, T)
     below = torch.ones(T, T, dtype=torch.bool, device=y.device).tril(-1)

@@ -47,6 +47,11 @@ class PaperExperiment:
         most; 0 for the others."""
         return 0
 
+    def circuit_stacks(self) -> list[tuple[int, int]]:
+        """The batched circuit program among ``circuit_steps``: (circuits, batched steps at most) per stack
+        (QK-speed's); none for the others."""
+        return []
+
     def check_data(self) -> None:
         """Fail with a clear message, before any compute, when data the experiment trains on is missing
         (the runner calls it for every notebook before running any; training calls it first)."""

@@ -165,20 +165,15 @@ def epoch_warnings(runs: pd.DataFrame) -> list[str]:
     return lines
 
 
-def circuit_steps(scale: str, notebooks: list[str] | None = None) -> int:
-    """The CPU-side steps of ``notebooks`` (default: all) at ``scale``: ``PaperExperiment.circuit_steps``."""
-    return sum(experiment(n, scale).circuit_steps() for n in notebooks or PAPERS)
-
-
 def circuit_program(scale: str, notebooks: list[str] | None = None) -> tuple[list[tuple[int, int]], int]:
     """The circuit work of ``notebooks`` (default: all) at ``scale`` outside the GPT runs: the stacks of the
-    batched circuit program, (circuits, batched steps at most) each (``circuit_stacks`` of the experiments
-    that have one: QK-speed's), and the SGD steps of the runs trained one by one on CPU cores
+    batched circuit program, (circuits, batched steps at most) each (``PaperExperiment.circuit_stacks``:
+    QK-speed's), and the SGD steps of the runs trained one by one on CPU cores
     (``circuit_steps`` less the batched circuits' steps: QK-speed's fixed-attention runs)."""
     stacks, single = [], 0
     for n in notebooks or PAPERS:
         exp = experiment(n, scale)
-        own = exp.circuit_stacks() if hasattr(exp, "circuit_stacks") else []
+        own = exp.circuit_stacks()
         stacks += own
         single += exp.circuit_steps() - sum(circuits * steps for circuits, steps in own)
     return stacks, single

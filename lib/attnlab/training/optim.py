@@ -55,8 +55,9 @@ def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(param_groups, lr=cfg.lr, betas=cfg.betas, fused=fused)
 
 
-def gpt_groups(model: GPT) -> dict[str, list[torch.nn.Parameter]]:
-    """The parameters of each ``GPT.param_group``, groups in name order, parameters in model order."""
+def gpt_groups(model: GPT | torch.nn.Module) -> dict[str, list[torch.nn.Parameter]]:
+    """The parameters of each ``param_group`` of ``model`` (a GPT, or any module with the same
+    ``param_group(name)`` method), groups in name order, parameters in model order."""
     groups: dict[str, list[torch.nn.Parameter]] = {}
     for name, p in model.named_parameters():
         groups.setdefault(model.param_group(name), []).append(p)
@@ -68,12 +69,13 @@ def sgd(
     lr: float,
     *,
     momentum: float = 0.0,
+    weight_decay: float = 0.0,
     lr_scale: Mapping[str, float] | None = None,
 ) -> torch.optim.SGD:
-    """SGD without weight decay at ``lr`` (with ``momentum``, if given). ``params``: the parameters, or named
+    """SGD at ``lr`` (with ``momentum`` and ``weight_decay``, if given). ``params``: the parameters, or named
     groups (in the order given), each group learning at ``lr`` x ``lr_scale.get(name, 1)`` and keeping its
     ``"name"``, so a loop can set per-group rates later."""
     if isinstance(params, Mapping):
         scale = lr_scale or {}
         params = [{"params": list(ps), "name": g, "lr": lr * scale.get(g, 1.0)} for g, ps in params.items()]
-    return torch.optim.SGD(params, lr=lr, momentum=momentum)
+    return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)

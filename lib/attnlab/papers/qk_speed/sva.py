@@ -48,6 +48,7 @@ from attnlab.papers.qk_speed.text_tasks import (
     subject_head,
     words,
 )
+from attnlab.training.optim import gpt_groups, sgd
 
 _ROOT = "bigbench-1.0.0/bigbench/benchmark_tasks/subject_verb_agreement"
 
@@ -264,15 +265,7 @@ def train_agreement(
     per-epoch means}``."""
     torch.manual_seed(seed)
     model = AttentionOnlyClassifier(cfg).to(device)
-    groups: dict[str, list[nn.Parameter]] = {}
-    for name, p in model.named_parameters():
-        groups.setdefault(model.param_group(name), []).append(p)
-    opt = torch.optim.SGD(
-        [{"params": ps, "lr": lr * lr_scale.get(g, 1.0)} for g, ps in sorted(groups.items())],
-        lr=lr,
-        momentum=momentum,
-        weight_decay=weight_decay,
-    )
+    opt = sgd(gpt_groups(model), lr, momentum=momentum, weight_decay=weight_decay, lr_scale=lr_scale)
     train = data.split(True)
     total = epochs * math.ceil(len(train) / batch_size)
     sched = torch.optim.lr_scheduler.LambdaLR(

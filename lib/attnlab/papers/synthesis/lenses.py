@@ -22,7 +22,13 @@ import pandas as pd
 import torch
 
 from attnlab.attention import previous_values
-from attnlab.metrics import contribution_weights, similarity_bias, stable_rank
+from attnlab.metrics import (
+    contribution_weights,
+    per_query_head,
+    projected_values,
+    similarity_bias,
+    stable_rank,
+)
 from attnlab.model import GPT
 from attnlab.papers.contribution_weights.sinks import position_value_cosines
 from attnlab.papers.sd_routing.routing import gpt_qk, head_forms, model_heads
@@ -49,18 +55,6 @@ WEIGHT_MEASURES = {"routing_energy": "routing energy share", "form_stable_rank":
 MEASURES = FORWARD_MEASURES | WEIGHT_MEASURES
 
 
-def _per_head(v: torch.Tensor, n_head: int) -> torch.Tensor:
-    return v.repeat_interleave(n_head // v.shape[1], dim=1)  # (B, H, T, d)
-
-
-def _model_space(x: torch.Tensor, o_weight: torch.Tensor) -> torch.Tensor:
-    """Head-space vectors x (B, H, T, d) through each head's block W_O^h of ``o_weight`` (D, H d):
-    (B, H, T, D), the per-head projected values of arXiv 2606.07604 when x holds the values."""
-    D = o_weight.shape[0]
-    H, d = x.shape[1], x.shape[-1]
-    return x @ o_weight.view(D, H, d).permute(1, 2, 0).to(x.dtype)
-
-
 def excluded_contributions(
     pattern: torch.Tensor, v: torch.Tensor, u: torch.Tensor, o_weight: torch.Tensor
 ) -> torch.Tensor:
@@ -75,7 +69,10 @@ def excluded_contributions(
     ``u`` (B, H, T, d) (u unit or zero per position), ``o_weight`` (D, H d); returns (B, H, T, T), 0 on rows
     with o_i = 0 (up to rounding: ||o_i||^2 at most 1e-10 ||y_i W_O||^2)."""
     pattern, v, u = pattern.float(), v.float(), u.float()
-    values, u_model = _model_space(v, o_weight.float()), _model_space(u, o_weight.float())  # (B, H, T, D)
+    values, u_model = (
+        projected_values(v, o_weight.float()),
+        projected_values(u, o_weight.float()),
+    )  # (B, H, T, D)
     y_u = ((pattern @ v) * u).sum(-1, keepdim=True)  # (B, H, T, 1): y_i . u_i
     o = pattern @ values - y_u * u_model  # (B, H, T, D)
     o_dot_v = o @ values.transpose(-1, -2)  # (B, H, T, T): <o_i, v~_j>
@@ -119,9 +116,9 @@ def forward_lenses(
             attn = model.blocks[layer].attn
             pattern, v = (
                 captured["pattern"],
-                _per_head(captured["v"], attn.n_head),
+                per_query_head(captured["v"], attn.n_head),
             )  # (B, H, T, T), (B, H, T, d)
-            values = _model_space(v.float(), attn.o_proj.weight.float())  # (B, H, T, D)
+            values = projected_values(v.float(), attn.o_proj.weight.float())  # (B, H, T, D)
             if attn.kind in EXCLUDED:
                 u = torch.nn.functional.normalize(EXCLUDED[attn.kind](v).float(), dim=-1)
                 c = excluded_contributions(pattern, v, u, attn.o_proj.weight)
