@@ -13,6 +13,7 @@ from attnlab.metrics import contribution_weights
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.contribution_weights.faithfulness import (
     choice_accuracy,
+    choice_scores,
     curve_areas,
     intervention_curves,
     joint_contribution,
@@ -213,14 +214,19 @@ def test_tie_credit():
     assert tie_credit([0.0, 1.0], 0) == 0.0
 
 
-def test_curves_of_a_hugging_face_model_skip_only_what_the_intervention_cannot_change():
+def tiny_llama(vocab: int, layers: int):
+    """A randomly initialised Llama with grouped-query attention, seeded."""
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(
-        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=8, max_position_embeddings=32,
+        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
     )  # fmt: skip
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(cfg).eval()
+    return transformers.LlamaForCausalLM(cfg).eval()
+
+
+def test_curves_of_a_hugging_face_model_skip_only_what_the_intervention_cannot_change():
+    model = tiny_llama(vocab=64, layers=3)
     lm = TextModel(model)
     ids = torch.randint(0, 64, (2, 10))
     rankings = {"comprehensiveness": ("contribution",)}
@@ -235,6 +241,33 @@ def test_curves_of_a_hugging_face_model_skip_only_what_the_intervention_cannot_c
             nll = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
             got = curves[curves["fraction"] == f].sort_values("window")["nll"].to_numpy()
             assert np.allclose(got, nll.view(2, -1).sum(-1).numpy(), rtol=1e-5)
+
+
+def test_choice_scores_of_a_hugging_face_model_skip_only_what_the_intervention_cannot_change():
+    """The intervened choice scores start the layers above the set from the clean pass's hidden states: they
+    equal a full forward pass with the same keep mask, choice by choice."""
+    lm = TextModel(tiny_llama(vocab=256, layers=4))  # byte tokens
+    items = [MultipleChoice("the cat", (" sat", " runs"), 0), MultipleChoice("xyz w", ("1", "22", "3"), 2)]
+    setting = ("contribution", "comprehensiveness", 0.3)
+    scores = choice_scores(lm, items, [setting], layers=[2, 3], batch_size=3)
+    expected = []
+    with torch.no_grad():
+        for item in items:
+            for choice in item.choices:
+                ids = torch.tensor([lm.encode("\n" + item.prompt + choice)])
+                n = len(lm.encode(choice))
+                _, records = capture(lm.model, ids, layers=[2, 3])
+                keep = {
+                    layer: (~rank_mask(term_scores("contribution", r["pattern"], r["values"], "joint"), 0.3,
+                                       True, "joint")).float()
+                    for layer, r in records.items()
+                }  # fmt: skip
+                with intervene(lm.model, keep):
+                    logp = F.log_softmax(lm.logits(ids), -1)[0]
+                expected.append(sum(logp[len(ids[0]) - n - 1 + k, ids[0, len(ids[0]) - n + k]].item()
+                                    for k in range(n)))  # fmt: skip
+    assert np.allclose(scores[setting], expected, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(scores[setting], scores["none", "none", 0.0], atol=1e-3)  # the mask did something
 
 
 def test_faithfulness_settings_are_notebook_parameters():

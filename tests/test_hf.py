@@ -1,9 +1,11 @@
 """Capture and intervention on Hugging Face causal LMs (a tiny random Llama built from a config, and the real
 SmolLM2-135M GGUF) and on this project's own GPT."""
 
+import json
 import os
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -13,6 +15,7 @@ pytest.importorskip("gguf")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 from attnlab import hf  # noqa: E402
+from attnlab.data import artifacts  # noqa: E402
 from attnlab.errors import ParameterError  # noqa: E402
 from attnlab.metrics import contribution_weights  # noqa: E402
 from attnlab.model import GPT, GPTConfig  # noqa: E402
@@ -259,6 +262,29 @@ def smollm2():
     start = time.perf_counter()
     model, tokenizer = hf.load("smollm2")
     return model, tokenizer, time.perf_counter() - start
+
+
+def test_smollm2_checkpoint_is_the_gguf_dequantised(smollm2):
+    """The float32 checkpoint "smollm2" loads from holds exactly the GGUF's dequantised tensors (read here
+    with gguf's own reader and dequantiser, not through transformers); the marker names the archive."""
+    import gguf
+    from safetensors import safe_open
+
+    folder = hf.smollm2_checkpoint()
+    marker = json.loads((folder / hf.CHECKPOINT_MARKER).read_text())
+    assert marker["archive_sha256"] == artifacts.get("smollm2").sha256
+    tensors = {t.name: t for t in gguf.GGUFReader(hf.smollm2_gguf()).tensors}
+    saved = safe_open(folder / "model.safetensors", "pt")
+    pairs = {
+        "blk.3.ffn_down.weight": "model.layers.3.mlp.down_proj.weight",  # Q4_1
+        "blk.3.attn_v.weight": "model.layers.3.self_attn.v_proj.weight",
+        "output_norm.weight": "model.norm.weight",  # stored unquantised
+    }
+    for name, ours in pairs.items():
+        t = tensors[name]
+        theirs = torch.from_numpy(np.array(gguf.quants.dequantize(t.data, t.tensor_type)))
+        assert torch.equal(theirs.float(), saved.get_tensor(ours)), name
+    assert str(smollm2[0].config._name_or_path) == str(folder)
 
 
 def test_smollm2_capture(smollm2):

@@ -34,8 +34,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
+import shutil
 import sys
+import tempfile
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -136,6 +139,65 @@ def smollm2_gguf() -> Path:
     return artifacts.extract("smollm2", [SMOLLM2_GGUF]) / SMOLLM2_GGUF
 
 
+#: Where :func:`smollm2_checkpoint` keeps the dequantised checkpoint, inside ``data_dir()``, and its marker.
+SMOLLM2_CHECKPOINT, CHECKPOINT_MARKER = "smollm2-0.1.2-float32", ".attnlab-converted.json"
+
+#: Text whose token ids must match between the GGUF tokenizer and the saved one.
+_TOKENIZER_PROBE = "The keys to the cabinet are on the table. <|im_start|>user\nCafé? 1,234 -- ok!<|im_end|>"
+
+
+def smollm2_checkpoint() -> Path:
+    """The SmolLM2 GGUF dequantised once to a float32 safetensors checkpoint with its tokenizer (517 MB, under
+    ``data_dir()``), so that later loads take a fraction of a second instead of transformers' GGUF parse
+    (about 14 s on two cores). The weights are the same numbers the GGUF load gives (Q4_1 dequantised to
+    float32): the new folder is reloaded and compared tensor by tensor, and its tokenizer on a probe text,
+    before it is moved into place. A marker records the verified archive's SHA-256 and the transformers
+    version; a folder from another archive or another transformers version is rebuilt."""
+    import transformers
+
+    from attnlab.paths import data_dir
+
+    gguf = smollm2_gguf()
+    final = data_dir() / SMOLLM2_CHECKPOINT
+    art = artifacts.get("smollm2")  # extract() has checked the GGUF against the archive's recorded digests
+    wanted = {"archive_sha256": art.sha256, "member": SMOLLM2_GGUF, "transformers": transformers.__version__}
+
+    def ready() -> bool:
+        try:
+            return json.loads((final / CHECKPOINT_MARKER).read_text()) == wanted
+        except (OSError, ValueError):
+            return False
+
+    if ready():
+        return final
+    print(f"dequantising {gguf.name} once into {final} (a float32 checkpoint that loads in under a second)")
+    model, tokenizer = load(gguf)
+    model.hf_quantizer = None  # the weights are plain float32 tensors now; transformers refuses to save
+    model.config.__dict__.pop("quantization_config", None)  # a model it still marks as GGUF-quantised
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        saved, saved_tokenizer = load(tmp)
+        ours, theirs = model.state_dict(), saved.state_dict()
+        same = ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+        if not same or tokenizer.encode(_TOKENIZER_PROBE) != saved_tokenizer.encode(_TOKENIZER_PROBE):
+            raise RuntimeError(
+                f"the checkpoint saved from {gguf} does not reload to the same model; nothing kept"
+            )
+        (tmp / CHECKPOINT_MARKER).write_text(json.dumps(wanted))
+        tmp.chmod(0o755)
+        shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.replace(tmp, final)
+        except OSError:
+            if not ready():  # another process may have just put the same checkpoint in place
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
 def load(
     name_or_path: str | Path = "smollm2",
     *,
@@ -146,14 +208,15 @@ def load(
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """A causal LM and its tokenizer, in eval mode (from the hub only where :func:`check_model_name` allows).
 
-    ``name_or_path``: ``"smollm2"`` (the pinned SmolLM2-135M GGUF artifact), a folder holding a Hugging Face
+    ``name_or_path``: ``"smollm2"`` (the pinned SmolLM2-135M GGUF artifact, through
+    :func:`smollm2_checkpoint`), a folder holding a Hugging Face
     checkpoint (or a GGUF file, named by ``gguf_file``), a path to a ``.gguf`` file, or a hub name already in
     the local cache. The model is loaded with ``attn_implementation="attnlab"`` by default (identical numbers
     to ``"eager"``; ``capture`` and ``intervene`` switch other implementations on the fly). A tokenizer
     without a pad token gets its EOS token as pad token, so batches of texts can be padded.
     """
     if str(name_or_path) == "smollm2":
-        name_or_path = smollm2_gguf()
+        name_or_path = smollm2_checkpoint()
     path = Path(name_or_path)
     if path.suffix == ".gguf" and path.is_file():
         name_or_path, gguf_file = path.parent, path.name

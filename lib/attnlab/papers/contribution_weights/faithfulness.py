@@ -273,6 +273,58 @@ def _choice_batch(lm: TextModel, items: Sequence[MultipleChoice]) -> tuple[list[
 
 
 @torch.no_grad()
+def choice_scores(
+    lm: TextModel,
+    items: Sequence[MultipleChoice],
+    interventions: Sequence[tuple[str, str, float]],
+    layers: Sequence[int] | None = None,
+    scope: str = "joint",
+    batch_size: int = 16,
+    desc: str = "multiple choice",
+) -> dict[tuple[str, str, float], list[float]]:
+    """The summed log-likelihood of every (item, choice)'s tokens after its prompt, flat in item order,
+    without intervention (key ("none", "none", 0.0)) and under each (measure, mode, fraction) of
+    ``interventions`` in ``layers`` (default all), ranked within ``scope`` on the clean pass of the same
+    sequence. In a Hugging Face model the layers below the intervened ones are not run again: they start
+    from the clean pass's hidden states."""
+    seqs, spans = _choice_batch(lm, items)
+    settings = [("none", "none", 0.0), *interventions]
+    hf_model = decoder_layers(lm.model) is not None
+    start = min(layers) if hf_model and layers else 0
+    scores: dict[tuple, list[float]] = {s: [] for s in settings}
+    for rows in tqdm(list(_batches(len(seqs), batch_size)), desc=desc, mininterval=15):
+        chunk = seqs[rows]
+        width = max(len(s) for s in chunk)
+        ids = torch.zeros(len(chunk), width, dtype=torch.long)
+        for b, s in enumerate(chunk):
+            ids[b, : len(s)] = torch.tensor(s)  # right padding never reaches earlier positions (causal)
+        ids = ids.to(lm.device)
+        with contextlib.ExitStack() as stack:
+            inputs = stack.enter_context(recording_layer_inputs(lm.model, [start])) if start else {}
+            logits, records = capture(lm.model, ids, layers=layers)
+        for name, mode, f in settings:
+            if name == "none":
+                out = logits
+            else:
+                chosen = {
+                    layer: term_scores(name, r["pattern"], r["values"], scope) for layer, r in records.items()
+                }
+                scale = _stacked_scale(chosen, [f], mode == "comprehensiveness", scope)
+                with contextlib.ExitStack() as stack:
+                    if start:  # the layers below the intervened ones are the clean pass's
+                        stack.enter_context(resume_at(lm.model, start, inputs[start]))
+                    stack.enter_context(intervene(lm.model, scale))
+                    out = lm.logits(ids)
+            logp = F.log_softmax(out.float(), dim=-1)
+            for b, s in enumerate(chunk):
+                n = spans[rows.start + b]
+                target = torch.tensor(s[len(s) - n :], device=logp.device)
+                scores[name, mode, f].append(
+                    logp[b, len(s) - n - 1 : len(s) - 1].gather(-1, target[:, None]).sum().item()
+                )
+    return scores
+
+
 def choice_accuracy(
     lm: TextModel,
     items: Sequence[MultipleChoice],
@@ -283,38 +335,12 @@ def choice_accuracy(
     desc: str = "multiple choice",
 ) -> pd.DataFrame:
     """Zero-shot multiple choice on ``items`` (each choice scored by the summed log-likelihood of its tokens
-    after the prompt; a tie earns 1 / number tied), without intervention and under each (measure, mode,
-    fraction) of ``interventions`` in ``layers`` (default all), ranked within ``scope`` on the clean pass of
-    the same sequence. Returns one row per item and setting: columns item, measure, mode, fraction, credit
-    (0, 1 or a tie's share) and chance (1 / the item's number of choices); the clean rows have measure
-    "none"."""
-    seqs, spans = _choice_batch(lm, items)
-    settings = [("none", "none", 0.0), *interventions]
-    scores: dict[tuple, list[float]] = {s: [] for s in settings}
-    for rows in tqdm(list(_batches(len(seqs), batch_size)), desc=desc, mininterval=15):
-        chunk = seqs[rows]
-        width = max(len(s) for s in chunk)
-        ids = torch.zeros(len(chunk), width, dtype=torch.long)
-        for b, s in enumerate(chunk):
-            ids[b, : len(s)] = torch.tensor(s)  # right padding never reaches earlier positions (causal)
-        ids = ids.to(lm.device)
-        logits, records = capture(lm.model, ids, layers=layers)
-        for name, mode, f in settings:
-            if name == "none":
-                out = logits
-            else:
-                chosen = {
-                    layer: term_scores(name, r["pattern"], r["values"], scope) for layer, r in records.items()
-                }
-                with intervene(lm.model, _stacked_scale(chosen, [f], mode == "comprehensiveness", scope)):
-                    out = lm.logits(ids)
-            logp = F.log_softmax(out.float(), dim=-1)
-            for b, s in enumerate(chunk):
-                n = spans[rows.start + b]
-                target = torch.tensor(s[len(s) - n :], device=logp.device)
-                scores[name, mode, f].append(
-                    logp[b, len(s) - n - 1 : len(s) - 1].gather(-1, target[:, None]).sum().item()
-                )
+    after the prompt, ``choice_scores``; a tie earns 1 / number tied), without intervention and under each
+    (measure, mode, fraction) of ``interventions`` in ``layers`` (default all), ranked within ``scope`` on the
+    clean pass of the same sequence. Returns one row per item and setting: columns item, measure, mode,
+    fraction, credit (0, 1 or a tie's share) and chance (1 / the item's number of choices); the clean rows
+    have measure "none"."""
+    scores = choice_scores(lm, items, interventions, layers, scope, batch_size, desc)
     rows_out = []
     for (name, mode, f), flat in scores.items():
         it = iter(flat)

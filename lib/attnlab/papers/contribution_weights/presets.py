@@ -94,11 +94,11 @@ _PAPER_TEXTS = ("brown", "math")  # the stand-ins for FineWeb-Edu and GSM8K
 _TASKS = ("sva_linzen", "sva_simple", "cause_effect")
 
 PRESETS: dict[str, Preset] = {
-    # Under 30 s of compute on a CPU once SmolLM2 is loaded: every code path, nothing judged.
+    # Under 30 s of compute on a CPU (SmolLM2 from its float32 checkpoint): every code path, nothing judged.
     "smoke": Preset(
-        model="smollm2", dtype="float32", window=16, windows=2, batch_size=4, fractions=(0.0, 0.1, 0.3),
+        model="smollm2", dtype="float32", window=12, windows=2, batch_size=4, fractions=(0.0, 0.1, 0.3),
         scopes=SCOPES, layers=2, text_sets=("brown",), tasks=("sva_linzen",),
-        task_limit=2, task_fraction=0.1, fig1_tokens=16, own=_own(2, 32, 40, 32, 2, 32),
+        task_limit=1, task_fraction=0.1, fig1_tokens=16, own=_own(2, 32, 40, 32, 2, 32),
         bench_lengths=(32, 64), bench_naive_max_gb=0.5, bench_repeats=2,
     ),
     # A 2-core laptop, about 20 minutes: 3 evenly spaced layers, 32 windows of 48 tokens per text set.
