@@ -8,13 +8,17 @@ import pytest
 import torch
 
 from attnlab.errors import ParameterError
+from attnlab.hf import intervene
 from attnlab.metrics import contribution_weights, projected_values
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers import synthesis
+from attnlab.papers.contribution_weights.faithfulness import window_nll
 from attnlab.papers.synthesis import claims as sc
 from attnlab.papers.synthesis.lenses import (
     EXCLUDED,
+    FAITHFULNESS_MEASURES,
     excluded_contributions,
+    faithfulness_curves,
     forward_lenses,
     lenses,
     normalised_entropy,
@@ -28,6 +32,7 @@ def test_learned_passes_only_when_every_run_lowered_its_loss():
     assert sc.learned([5.5, 5.5], [3.8, 3.9]) is None
     reason = sc.learned([5.5, 5.5], [3.8, 5.5])
     assert reason == "1 of 2 runs did not lower their validation loss"
+    assert sc.learned([5.5, 5.5], [3.8, math.nan]) == reason  # a diverged run learned nothing
     with pytest.raises(ValueError):
         sc.learned([5.5], [3.8, 3.9])
 
@@ -126,6 +131,60 @@ def test_every_lens_runs_on_every_kind(attn):
                           torch.tensor(frame["first_attention"].to_numpy()), atol=1e-6)  # fmt: skip
 
 
+def test_log_slope_is_the_change_per_doubling():
+    assert sc.log_slope({1.0: 0.9, 4.0: 0.7}) == pytest.approx(-0.1)
+    assert sc.log_slope({0.5: 3.0, 1.0: 2.0, 2.0: 1.0, 8.0: -1.0}) == pytest.approx(-1.0)
+    assert sc.log_slope({1.0: 1.0, 2.0: 1.0, 4.0: 1.0}) == 0.0
+    with pytest.raises(ValueError):
+        sc.log_slope({1.0: 0.5})
+
+
+@pytest.mark.parametrize("attn", ["sa", "xsa", "sd", ("linear", "sa")])
+def test_faithfulness_curves_zero_the_ranked_terms_of_one_layer(attn):
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(n_layer=2, d_model=16, n_head=2, head_dim=8, block_size=16, attn=attn))
+    tokens = torch.randint(0, 256, (3, 12))
+    curves = faithfulness_curves(model, tokens, [0.0, 0.5, 1.0], seed=0, batch_size=2)
+    assert len(curves) == 3 * 2 * 2 * len(FAITHFULNESS_MEASURES) * 2  # windows, layers, modes, rankings, f
+    with torch.no_grad():
+        clean = window_nll(model(tokens)[0], tokens)
+        for layer in (0, 1):  # everything zeroed in one layer: the same loss whatever the ranking
+            with intervene(model, {layer: torch.zeros(1, 1, 12, 12)}):
+                empty = window_nll(model(tokens)[0], tokens)
+            rows = curves[(curves["layers"] == f"layer {layer}") & (curves["fraction"] == 1.0)]
+            for window in range(3):
+                got = rows[rows["window"] == window]["nll"].to_numpy()
+                assert got == pytest.approx([float(empty[window])] * len(got), rel=1e-5)
+    assert curves.groupby("window")["clean_nll"].first().to_numpy() == pytest.approx(clean.numpy(), rel=1e-6)
+    half = curves[curves["fraction"] == 0.5].set_index(["window", "layers", "mode", "measure"])["nll"]
+    assert half.unstack("measure").nunique(axis=1).min() > 1  # the rankings zero different terms
+    keys = ["window", "layers", "mode", "measure", "fraction"]
+    again = faithfulness_curves(model, tokens, [0.0, 0.5, 1.0], seed=0, batch_size=3)
+    same = curves.set_index(keys)["nll"], again.set_index(keys)["nll"].reindex(curves.set_index(keys).index)
+    ranked = same[0].index.get_level_values("measure") != "random"  # the random order depends on the batching
+    assert same[1][ranked].to_numpy() == pytest.approx(same[0][ranked].to_numpy(), rel=1e-5)
+    repeat = faithfulness_curves(model, tokens, [0.0, 0.5, 1.0], seed=0, batch_size=2)
+    assert repeat["nll"].to_numpy() == pytest.approx(curves["nll"].to_numpy(), rel=1e-6)  # the seed repeats
+
+
+def test_faithfulness_areas_average_windows_and_layers_per_seed():
+    rows = []
+    for seed in (0, 1):
+        for layer in (0, 1):
+            for window in (0, 1):
+                for measure, slope in (("random", 1.0), ("raw", 2.0), ("contribution", 4.0)):
+                    for f in (0.0, 0.5, 1.0):
+                        rows.append({"kind": "sa", "seed": seed, "layers": f"layer {layer}", "window": window,
+                                     "mode": "comprehensiveness", "measure": measure, "fraction": f,
+                                     "delta_ppl": slope * f * (1 + seed)})  # fmt: skip
+    areas = synthesis.SynthesisExperiment.faithfulness_areas(pd.DataFrame(rows))
+    got = areas.set_index(["seed", "measure"])["area"]
+    # the log area of y = s f over f in {0, 0.5, 1}: the trapezoid mean of log(1 + y)
+    expected = (0.5 * math.log1p(2.0) + 0.5 * (math.log1p(2.0) + math.log1p(4.0))) / 2  # s = 4, seed 0
+    assert got[0, "contribution"] == pytest.approx(expected)
+    assert got[1, "raw"] == pytest.approx(expected)  # s = 2 x (1 + 1)
+
+
 # --- configure -----------------------------------------------------------------------------------------
 
 
@@ -157,7 +216,7 @@ def test_cpu_runs_share_the_xsa_notebooks_cache_keys():
     assert exp.spec("sd", 0).train.lr_scale == {"interaction": 10.0}
     assert exp.spec("sd", 0, 4.0).train.lr_scale == {"qk": 4.0, "interaction": 40.0}
     assert exp.spec("linear", 0).model.layer_kinds == ("linear", "sa")
-    assert len(exp.planned_runs()) == 6 * 3 + 3 * 3
+    assert len(exp.planned_runs()) == 6 * 3 + 4 * 3 * 3  # every kind at ratio 1; 3 kinds at 4 other ratios
 
 
 def test_claims_judge_every_hypothesis_from_the_tables():
@@ -175,9 +234,29 @@ def test_claims_judge_every_hypothesis_from_the_tables():
     lens = pd.DataFrame(rows)
     losses = pd.DataFrame([{"kind": k, "seed": s, "ratio": r, "initial": 5.5, "final": 3.8}
                            for k, s, r in exp.run_keys()])  # fmt: skip
-    verdicts = {c.claim: c.verdict for c in exp.claims(lens, losses)}
+    area = {"random": 0.1, "raw": 0.5, "contribution": 0.8}
+    areas = pd.DataFrame([
+        {"kind": kind, "seed": seed, "mode": mode, "measure": measure,
+         "area": (0.4 if (kind, measure) == ("xsa", "contribution") else area[measure]) + 0.01 * seed}
+        for kind in exp.kinds for seed in exp.seeds for mode in ("comprehensiveness", "sufficiency")
+        for measure in ("random", "raw", "contribution")
+    ])  # fmt: skip
+    verdicts = {c.claim: c.verdict for c in exp.claims(lens, losses, areas)}
     assert verdicts["XSA lowers the similarity bias cos(y_i, v_i) relative to SA"].startswith(DOES_NOT_HOLD)
-    assert verdicts["eta_QK / eta_OV = 4 sharpens sa's attention (lower entropy)"].startswith(HOLDS)
+    sharpens = "Faster query-key learning (eta_QK / eta_OV from 1, 4) sharpens sa's attention (entropy falls)"
+    assert verdicts[sharpens].startswith(HOLDS)
+    faithful = "Contribution weights rank {}'s value terms more faithfully than attention weights"
+    assert verdicts[faithful.format("sa") + " (comprehensiveness, one layer at a time)"].startswith(HOLDS)
+    assert verdicts[faithful.format("xsa") + " (comprehensiveness, one layer at a time)"].startswith(
+        DOES_NOT_HOLD
+    )
+    gap = "XSA changes how much more faithful contribution weights are than attention weights"
+    assert verdicts[gap].startswith(HOLDS)
+    losses.loc[losses["kind"] == "linear", "final"] = math.nan  # a diverged run: nothing to judge
+    verdicts = {c.claim: c.verdict for c in exp.claims(lens, losses, areas)}
+    assert verdicts[faithful.format("linear") + " (comprehensiveness, one layer at a time)"].startswith(
+        NOT_TESTABLE
+    )
     assert all(
         v.split(":")[0] in (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE) for v in verdicts.values()
     )

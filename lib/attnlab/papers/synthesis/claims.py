@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from attnlab.runner.claims import Claim
@@ -26,7 +27,7 @@ def learned(initial: Sequence[float], final: Sequence[float]) -> str | None:
     below its loss at initialisation, else the reason the claim is not testable."""
     if len(initial) != len(final) or not len(final):
         raise ValueError("initial and final losses must be non-empty and paired")
-    stuck = sum(f >= i for i, f in zip(initial, final, strict=True))
+    stuck = sum(not f < i for i, f in zip(initial, final, strict=True))  # a NaN (diverged) loss is stuck
     return f"{stuck} of {len(final)} runs did not lower their validation loss" if stuck else None
 
 
@@ -85,9 +86,22 @@ def _gate(losses: pd.DataFrame, kinds: Sequence[str], ratios: Sequence[float] = 
     return learned(rows["initial"].tolist(), rows["final"].tolist())
 
 
-def claims(exp: SynthesisExperiment, lens: pd.DataFrame, losses: pd.DataFrame) -> list[Claim]:
+def log_slope(by_ratio: dict[float, float]) -> float:
+    """The least-squares slope of a value against log2 of the ratio eta_QK / eta_OV, from {ratio: value} (two
+    ratios or more): the change per doubling of the query-key learning rate relative to the others'."""
+    if len(by_ratio) < 2:
+        raise ValueError(f"a slope needs values at two ratios or more, got {by_ratio}")
+    x = np.log2(np.array(list(by_ratio), dtype=float))
+    y = np.array(list(by_ratio.values()), dtype=float)
+    return float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+
+
+def claims(
+    exp: SynthesisExperiment, lens: pd.DataFrame, losses: pd.DataFrame, faithfulness: pd.DataFrame
+) -> list[Claim]:
     """Every hypothesis of the notebook whose kinds were trained, judged from ``lens``
-    (``SynthesisExperiment.lens_table``) and ``losses`` (``SynthesisExperiment.losses``)."""
+    (``SynthesisExperiment.lens_table``), ``losses`` (``SynthesisExperiment.losses``) and ``faithfulness``
+    (``SynthesisExperiment.faithfulness_areas``)."""
     values = exp.values(lens, losses)
     first = exp.per_seed(lens, layer=0)
     have = set(exp.kinds)
@@ -144,40 +158,64 @@ def claims(exp: SynthesisExperiment, lens: pd.DataFrame, losses: pd.DataFrame) -
         add("sharpness",
             "ELU+1 linear attention in the first layer attends less sharply there than SA's softmax does",
             verdict, "layer 0 normalised entropy, linear - SA")  # fmt: skip
+    out += _faithfulness_claims(exp, faithfulness, losses)
     out += _ratio_claims(exp, values, losses)
     return out
 
 
+def _faithfulness_claims(exp: SynthesisExperiment, areas: pd.DataFrame, losses: pd.DataFrame) -> list[Claim]:
+    """The contribution-weights paper's ordering on every kind, with the same single-layer intervention for
+    all: zeroing each query's top value terms by contribution weight raises the loss more than zeroing the top
+    terms by attention (comprehensiveness, log area, paired per seed); and whether XSA changes that gap."""
+    comp = areas[areas["mode"] == "comprehensiveness"]
+
+    def gap(kind: str) -> dict:
+        rows = comp[comp["kind"] == kind].pivot_table(index="seed", columns="measure", values="area")
+        return (rows["contribution"] - rows["raw"]).to_dict()
+
+    out, gaps = [], {}
+    for kind in exp.kinds:
+        gaps[kind] = gap(kind)
+        v = shift(list(gaps[kind].values()), "above", [_gate(losses, [kind])])
+        out.append(Claim(
+            "faithfulness",
+            f"Contribution weights rank {kind}'s value terms more faithfully than attention weights "
+            "(comprehensiveness, one layer at a time)",
+            "contribution weights: raw attention < contribution weights (delta-PPL curves, four 7-8B LMs)",
+            _ours(v, "log area, contribution - attention"), v,
+        ))  # fmt: skip
+    if "xsa" in gaps:
+        v = differs(_paired(gaps["xsa"], gaps["sa"]), [_gate(losses, ["sa", "xsa"])])
+        out.append(Claim("faithfulness", "XSA changes how much more faithful contribution weights are than "
+                         "attention weights", OURS, _ours(v, "XSA's gap - SA's"), v))  # fmt: skip
+    return out
+
+
 def _ratio_claims(exp: SynthesisExperiment, values: pd.DataFrame, losses: pd.DataFrame) -> list[Claim]:
-    """Faster query-key learning (eta_QK / eta_OV = r > 1) in multi-layer LMs: sharper attention and the final
-    loss per kind, and whether XSA changes the sharpening."""
-    out = []
-    kinds = [k for k in exp.preset.ratio_kinds if k in exp.kinds]
-    for r in [r for r in exp.preset.qk_ratios if r != 1.0]:
-        shifts = {}
-        for kind in kinds:
-            gate = _gate(losses, [kind], (1.0, r))
-            d = _paired(_seed_values(values, kind, "entropy", ratio=r), _seed_values(values, kind, "entropy"))
-            shifts[kind] = d
-            v = shift(d, "below", [gate])
-            out.append(
-                Claim(
-                    "QK ratio",
-                    f"eta_QK / eta_OV = {r:g} sharpens {kind}'s attention (lower entropy)",
-                    "QK-speed: sharper attention in single-layer circuits",
-                    _ours(v, f"x{r:g} - x1"),
-                    v,
-                )
-            )
-            d = _paired(
-                _seed_values(values, kind, "val_loss", ratio=r), _seed_values(values, kind, "val_loss")
-            )
-            v = shift(d, "below", [gate])
-            claim = f"eta_QK / eta_OV = {r:g} lowers {kind}'s final validation loss"
-            out.append(Claim("QK ratio", claim, OURS, _ours(v, f"x{r:g} - x1, nats/byte"), v))
-        if "sa" in shifts and "xsa" in shifts:
-            d = [x - s for x, s in zip(shifts["xsa"], shifts["sa"], strict=True)]
-            v = differs(d, [_gate(losses, ["sa", "xsa"], (1.0, r))])
-            out.append(Claim("QK ratio", f"XSA changes how much eta_QK / eta_OV = {r:g} sharpens attention",
-                             OURS, _ours(v, "XSA's entropy shift - SA's"), v))  # fmt: skip
+    """Faster query-key learning in multi-layer LMs, over the ratios eta_QK / eta_OV trained: per kind, the
+    slope per doubling of the ratio (``log_slope``, one per seed) of the attention entropy (QK-speed: faster
+    query-key learning sharpens attention) and of the final loss; and whether XSA changes the sharpening."""
+    ratios = sorted(exp.preset.qk_ratios)
+    if len(ratios) < 2:
+        return []
+    span = ", ".join(f"{r:g}" for r in ratios)
+    out, slopes = [], {}
+    for kind in [k for k in exp.preset.ratio_kinds if k in exp.kinds]:
+        gate = _gate(losses, [kind], ratios)
+        for column, what in (("entropy", "sharpens {}'s attention (entropy falls)"),
+                             ("val_loss", "lowers {}'s final validation loss")):  # fmt: skip
+            by_seed = {r: _seed_values(values, kind, column, ratio=r) for r in ratios}
+            seeds = sorted(set.intersection(*(set(d) for d in by_seed.values())))
+            per_seed = [log_slope({r: by_seed[r][s] for r in ratios}) for s in seeds]
+            if column == "entropy":
+                slopes[kind] = dict(zip(seeds, per_seed, strict=True))
+            v = shift(per_seed, "below", [gate])
+            paper = "QK-speed: sharper attention in single-layer circuits" if column == "entropy" else OURS
+            unit = "per doubling" if column == "entropy" else "nats/byte per doubling"
+            claim = f"Faster query-key learning (eta_QK / eta_OV from {span}) " + what.format(kind)
+            out.append(Claim("QK ratio", claim, paper, _ours(v, f"slope on log2 ratio, {unit}"), v))
+    if "sa" in slopes and "xsa" in slopes:
+        v = differs(_paired(slopes["xsa"], slopes["sa"]), [_gate(losses, ["sa", "xsa"], ratios)])
+        claim = "XSA changes how much faster query-key learning sharpens attention"
+        out.append(Claim("QK ratio", claim, OURS, _ours(v, "XSA's entropy slope - SA's"), v))
     return out

@@ -15,10 +15,11 @@ import torch
 
 from attnlab.errors import ParameterError
 from attnlab.model import GPT
+from attnlab.papers.contribution_weights.faithfulness import curve_areas, with_delta
 from attnlab.papers.experiment import PaperExperiment, with_steps
 from attnlab.papers.sd_routing.experiment import INTERACTION_LR_SCALE
 from attnlab.papers.synthesis import claims as synthesis_claims
-from attnlab.papers.synthesis.lenses import MEASURES, lenses
+from attnlab.papers.synthesis.lenses import MEASURES, faithfulness_curves, lenses
 from attnlab.papers.synthesis.presets import KINDS, PRESETS, Preset
 from attnlab.runner.claims import Claim
 from attnlab.runner.params import (
@@ -31,7 +32,7 @@ from attnlab.runner.params import (
 )
 from attnlab.runner.plan import PlannedRun
 from attnlab.runner.stats import mean_interval
-from attnlab.training.cache import RunSpec, check_corpus, corpus_parameter, corpus_tokens
+from attnlab.training.cache import RunSpec, cached_result, check_corpus, corpus_parameter, corpus_tokens
 from attnlab.training.launch import launch
 from attnlab.training.trainer import TrainResult, validation_windows
 
@@ -39,6 +40,8 @@ PAPER = "synthesis"
 SD_KINDS = ("sd", "sd-shared")
 
 Runs = dict[tuple[str, int, float], TrainResult]  # (kind, seed, eta_QK / eta_OV) -> run
+#: The source whose change invalidates a cached faithfulness result (the run's own key covers the model).
+_CODE = ("hf.py", "metrics.py", "papers/contribution_weights/faithfulness.py", "papers/synthesis/lenses.py")
 
 
 @dataclass(frozen=True)
@@ -188,11 +191,44 @@ class SynthesisExperiment(PaperExperiment):
         order = [k for k in self.kinds] + ["random init"]
         return table.assign(kind=pd.Categorical(table["kind"], order)).sort_values(["kind"], kind="stable")
 
+    # Faithfulness -------------------------------------------------------------------------------------------
+
+    def faithfulness(self, runs: Runs) -> pd.DataFrame:
+        """The single-layer faithfulness protocol (``lenses.faithfulness_curves``) on every trained model at
+        ratio 1, on the first ``faithfulness_windows`` validation windows, through the results cache: the
+        per-window curves with ``with_delta``'s columns, plus kind and seed."""
+        p = self.preset
+        tokens = self.windows()[: p.faithfulness_windows]
+        frames = []
+        for (kind, seed, r), run in runs.items():
+            if r != 1.0:
+                continue
+            key = {"run": self.spec(kind, seed).key(self.torch_device), "windows": len(tokens),
+                   "fractions": p.faithfulness_fractions}  # fmt: skip
+
+            def compute(model: GPT = run.model, seed: int = seed) -> dict:
+                return faithfulness_curves(model, tokens, p.faithfulness_fractions, seed).to_dict("list")
+
+            result, _ = cached_result("synthesis_faithfulness", key, compute, code=_CODE)
+            frames.append(pd.DataFrame(result).assign(kind=kind, seed=seed))
+        return with_delta(pd.concat(frames, ignore_index=True))
+
+    @staticmethod
+    def faithfulness_areas(curves: pd.DataFrame) -> pd.DataFrame:
+        """One value per (kind, seed, mode, measure): the area under sign(dPPL) log(1 + |dPPL|) over the
+        fractions (``curve_areas``, the contribution-weights notebook's log area) of every window's curve,
+        averaged over windows and layers. Comprehensiveness: higher ranks more faithfully; sufficiency: lower
+        does."""
+        areas = curve_areas(curves, log=True, by=["kind", "seed", "layers", "window"]).rename("area")
+        per_seed = areas.groupby(level=["kind", "seed", "mode", "measure"], sort=False).mean()
+        return per_seed.reset_index()
+
     # Claims -------------------------------------------------------------------------------------------------
 
-    def claims(self, lens: pd.DataFrame, losses: pd.DataFrame) -> list[Claim]:
-        """The notebook's hypotheses, each judged against its control (:mod:`.claims`)."""
-        return synthesis_claims.claims(self, lens, losses)
+    def claims(self, lens: pd.DataFrame, losses: pd.DataFrame, faithfulness: pd.DataFrame) -> list[Claim]:
+        """The notebook's hypotheses, each judged against its control (:mod:`.claims`); ``faithfulness`` is
+        ``faithfulness_areas``."""
+        return synthesis_claims.claims(self, lens, losses, faithfulness)
 
 
 def configure(

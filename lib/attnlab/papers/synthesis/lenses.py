@@ -6,7 +6,8 @@
   value geometry against an ordinary position's (``papers.contribution_weights.sinks``);
 - the S-D lens on the weights: routing energy share and stable rank of every head's model-space form
   (``papers.sd_routing.routing``);
-- attention sharpness (QK-speed's question): the normalised entropy of every attention row.
+- attention sharpness (QK-speed's question): the normalised entropy of every attention row;
+- the contribution-weights paper's single-layer faithfulness protocol on every kind (``faithfulness_curves``).
 
 Two pieces are new here, because no paper package needs them: the contribution weights of a layer whose head
 output removes one direction per query (XSA and its control, ``excluded_contributions``), and the normalised
@@ -16,12 +17,13 @@ attention entropy (``normalised_entropy``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import torch
 
-from attnlab.attention import previous_values
+from attnlab.attention import CausalSelfAttention, previous_values
+from attnlab.hf import intervene
 from attnlab.metrics import (
     contribution_weights,
     per_query_head,
@@ -30,6 +32,7 @@ from attnlab.metrics import (
     stable_rank,
 )
 from attnlab.model import GPT
+from attnlab.papers.contribution_weights.faithfulness import MODES, rank_mask, window_nll
 from attnlab.papers.contribution_weights.sinks import position_value_cosines
 from attnlab.papers.sd_routing.routing import gpt_qk, head_forms, model_heads
 from attnlab.papers.xsa.diagnostics import cache_bytes_per_sequence
@@ -86,6 +89,21 @@ def excluded_contributions(
     return torch.where(some, terms / torch.where(some, norm2, 1.0), 0.0)
 
 
+def layer_terms(
+    attn: CausalSelfAttention, captured: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One layer's captured pass (``GPT.run_with_cache``) as the contribution-weights lens reads it: the
+    pattern (B, H, T, T), the projected values v~ = v W_O^h (B, H, T, D) and the intra-head contribution
+    weights (B, H, T, T): ``attnlab.metrics.contribution_weights`` for the kinds whose output is a sum of
+    per-token terms, ``excluded_contributions`` for XSA and its control."""
+    pattern, v = captured["pattern"], per_query_head(captured["v"], attn.n_head)  # (B, H, T, T), (B, H, T, d)
+    values = projected_values(v.float(), attn.o_proj.weight.float())  # (B, H, T, D)
+    if attn.kind in EXCLUDED:
+        u = torch.nn.functional.normalize(EXCLUDED[attn.kind](v).float(), dim=-1)
+        return pattern, values, excluded_contributions(pattern, v, u, attn.o_proj.weight)
+    return pattern, values, contribution_weights(pattern, values)
+
+
 def normalised_entropy(pattern: torch.Tensor) -> torch.Tensor:
     """H(a_i) / log(i + 1) of every attention row i >= 1 (B, H, T - 1) from ``pattern`` (B, H, T, T): 1 for
     uniform causal attention, 0 for attention on one token (sharper attention, QK-speed's measure)."""
@@ -113,17 +131,7 @@ def forward_lenses(
         batch = tokens[start : start + batch_size].to(device)
         _, cache = model.run_with_cache(batch)
         for layer, captured in enumerate(cache):
-            attn = model.blocks[layer].attn
-            pattern, v = (
-                captured["pattern"],
-                per_query_head(captured["v"], attn.n_head),
-            )  # (B, H, T, T), (B, H, T, d)
-            values = projected_values(v.float(), attn.o_proj.weight.float())  # (B, H, T, D)
-            if attn.kind in EXCLUDED:
-                u = torch.nn.functional.normalize(EXCLUDED[attn.kind](v).float(), dim=-1)
-                c = excluded_contributions(pattern, v, u, attn.o_proj.weight)
-            else:
-                c = contribution_weights(pattern, values)
+            pattern, values, c = layer_terms(model.blocks[layer].attn, captured)
             bias = similarity_bias(captured)
             row = {
                 "cos_yv": bias["cos_yv"].mean(), "a_ii": bias["a_ii"].mean(), "cos_vv": bias["cos_vv"].mean(),
@@ -140,6 +148,59 @@ def forward_lenses(
     model.train()
     return pd.DataFrame([{"layer": layer, **{k: s / len(tokens) for k, s in acc.items()}}
                          for layer, acc in sums.items()])  # fmt: skip
+
+
+#: The rankings of the faithfulness lens: a random order (the null every ranking must beat), the attention
+#: weights, and the contribution weights (``layer_terms``).
+FAITHFULNESS_MEASURES = ("random", "raw", "contribution")
+
+
+@torch.no_grad()
+def faithfulness_curves(
+    model: GPT, tokens: torch.Tensor, fractions: Sequence[float], seed: int = 0, batch_size: int = 16
+) -> pd.DataFrame:
+    """The contribution-weights paper's single-layer protocol (docs/papers/contribution-weights.md,
+    "Faithfulness") on any attention kind: in one layer at a time, for every query, the top
+    (comprehensiveness) or bottom (sufficiency) ``fractions`` of each head's value terms j <= i, ranked by
+    each of ``FAITHFULNESS_MEASURES``, are zeroed (``attnlab.hf.intervene``: the term a_ij v_j is scaled
+    before the layer's readout, so for XSA the zeroed term is a_ij P_i v_j, exactly the term its
+    contribution weight scores) and the next-token loss of every sequence of ``tokens`` (N, T) is measured.
+    The random ranking draws from a generator seeded with ``seed``. Returns the columns of
+    ``contribution_weights.faithfulness.intervention_curves`` (window, layers, scope, mode, measure,
+    fraction, nll, clean_nll, tokens), so ``with_delta`` and ``curve_areas`` apply."""
+    model.eval()
+    device = next(model.parameters()).device
+    fractions = [f for f in fractions if f > 0]
+    generator = torch.Generator().manual_seed(seed)
+    rows = []
+    for start in range(0, len(tokens), batch_size):
+        ids = tokens[start : start + batch_size].to(device)  # (B, T)
+        logits, cache = model.run_with_cache(ids)
+        clean = window_nll(logits, ids).tolist()
+        stacked = ids.repeat(len(fractions), 1)  # (F B, T): copy k holds fraction k
+        for layer, captured in enumerate(cache):
+            pattern, _, c = layer_terms(model.blocks[layer].attn, captured)
+            scores = {
+                "random": torch.rand(pattern.shape, generator=generator).to(device),
+                "raw": pattern,
+                "contribution": c,
+            }
+            for mode in MODES:
+                for measure in FAITHFULNESS_MEASURES:
+                    zero = [
+                        rank_mask(scores[measure], f, mode == "comprehensiveness", "head") for f in fractions
+                    ]
+                    with intervene(model, {layer: (~torch.cat(zero)).float()}):
+                        nll = window_nll(model(stacked)[0], stacked).view(len(fractions), -1)  # (F, B)
+                    for k, f in enumerate(fractions):
+                        for b in range(len(ids)):
+                            rows.append({
+                                "window": start + b, "layers": f"layer {layer}", "scope": "head",
+                                "mode": mode, "measure": measure, "fraction": f, "nll": nll[k, b].item(),
+                                "clean_nll": clean[b], "tokens": ids.shape[1] - 1,
+                            })  # fmt: skip
+    model.train()
+    return pd.DataFrame(rows)
 
 
 @torch.no_grad()

@@ -10,6 +10,7 @@ import pandas as pd
 
 from attnlab.papers.synthesis.lenses import MEASURES
 from attnlab.papers.synthesis.presets import LABELS
+from attnlab.runner.stats import mean_interval
 from attnlab.runner.style import SHARE_CMAP, color
 
 COLUMN_LABELS = {"val_loss": "final val loss", **MEASURES}
@@ -128,5 +129,41 @@ def ratio_effects(values: pd.DataFrame, kinds: list[str]) -> plt.Figure:
         ax.set_xscale("log", base=2)
         ax.set(xlabel="eta_QK / eta_OV", ylabel=label, title=label)
         ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+#: The faithfulness lens's rankings: legend label and ``attnlab.runner.style`` colour concept.
+RANKINGS = {"random": ("random order (null)", "chance"), "raw": ("attention", "raw"),
+            "contribution": ("contribution weights", "contribution")}  # fmt: skip
+
+
+def faithfulness(areas: pd.DataFrame, kinds: list[str]) -> plt.Figure:
+    """The single-layer faithfulness protocol on every kind: per mode, the log area (mean over windows and
+    layers) of each ranking, bars the mean over seeds with its 95% interval, seeds as dots. Comprehensiveness:
+    higher is more faithful; sufficiency: lower is; the random order is the null every ranking must beat."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    x = np.arange(len(kinds))
+    width = 0.8 / len(RANKINGS)
+    for ax, mode in zip(axes, ("comprehensiveness", "sufficiency"), strict=True):
+        data = areas[areas["mode"] == mode]
+        for k, (measure, (label, concept)) in enumerate(RANKINGS.items()):
+            offset = (k - (len(RANKINGS) - 1) / 2) * width
+            means, errors = [], [[], []]
+            for kind in kinds:
+                seeds = data.loc[(data["kind"] == kind) & (data["measure"] == measure), "area"].tolist()
+                est = mean_interval(seeds)
+                means.append(est.mean)
+                errors[0].append(est.mean - est.low if len(seeds) > 1 else 0.0)
+                errors[1].append(est.high - est.mean if len(seeds) > 1 else 0.0)
+                ax.scatter(
+                    np.full(len(seeds), x[kinds.index(kind)] + offset), seeds, s=8, color="black", zorder=3
+                )
+            ax.bar(x + offset, means, width=width, color=color(concept), label=label, yerr=errors, capsize=2,
+                   alpha=0.85 if concept != "chance" else 0.35)  # fmt: skip
+        better = "higher" if mode == "comprehensiveness" else "lower"
+        ax.set_xticks(x, [_label(k) for k in kinds], rotation=25, ha="right", fontsize=8)
+        ax.set(ylabel="log area (mean sign * log(1 + |dPPL|))", title=f"{mode} ({better} is more faithful)")
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     return fig

@@ -36,6 +36,10 @@ class Preset:
     control_position: int  # the ordinary token whose value geometry is the sink's control
     qk_ratios: tuple[float, ...]  # eta_QK / eta_OV of the ratio question (1 = the base runs)
     ratio_kinds: tuple[str, ...]  # the kinds trained at every ratio
+    faithfulness_windows: int  # validation windows of the single-layer faithfulness lens
+    faithfulness_fractions: tuple[
+        float, ...
+    ]  # value terms zeroed per query and head there (0: the clean pass)
     corpus: str = "shakespeare"
     micro_tokens: int | None = None  # tokens per forward pass per process (gradient accumulation); None = all
 
@@ -49,23 +53,27 @@ PRESETS: dict[str, Preset] = {
     # Seconds on a CPU, to exercise every cell (judges nothing): XSA's smoke 2L-32d.
     "smoke": Preset(
         *_xsa("smoke", "2L-32d", 3e-3), seeds=(0, 1), linear_layers=1, diag_sequences=8, control_position=8,
-        qk_ratios=(1.0, 4.0), ratio_kinds=("sa",),
+        qk_ratios=(1.0, 4.0), ratio_kinds=("sa",), faithfulness_windows=4,
+        faithfulness_fractions=(0.0, 0.1, 0.3),
     ),
-    # A 2-core laptop, about 10 minutes: XSA's 2L-64d at its tuned rate 0.008 (README, XSA), three seeds;
-    # 27 runs of 500 steps (18 base runs, 9 at eta_QK / eta_OV = 4).
+    # A 2-core laptop, under 30 minutes: XSA's 2L-64d at its tuned rate 0.008 (README, XSA), three seeds;
+    # 54 runs of 500 steps (18 base runs, 9 shared with the XSA notebook; 36 at eta_QK / eta_OV 1/2 to 8).
     "cpu": Preset(
         *_xsa("cpu", "2L-64d", 8e-3), seeds=(0, 1, 2), linear_layers=1, diag_sequences=64,
-        control_position=32, qk_ratios=(1.0, 4.0), ratio_kinds=("sa", "xsa", "sd"),
+        control_position=32, qk_ratios=(0.5, 1.0, 2.0, 4.0, 8.0), ratio_kinds=("sa", "xsa", "sd"),
+        faithfulness_windows=32, faithfulness_fractions=(0.0, 0.05, 0.1, 0.2),
     ),
     # One large GPU: XSA's 6L-384d at its preset rate, on FineWeb bytes.
     "gpu": Preset(
         *_xsa("gpu", "6L-384d", 1e-3), seeds=(0, 1, 2), linear_layers=2, diag_sequences=256,
-        control_position=128, qk_ratios=(1.0, 4.0), ratio_kinds=("sa", "xsa", "sd"), corpus=GPU_CORPUS,
+        control_position=128, qk_ratios=(0.5, 1.0, 2.0, 4.0, 8.0), ratio_kinds=("sa", "xsa", "sd"),
+        faithfulness_windows=64, faithfulness_fractions=(0.0, 0.05, 0.1, 0.2), corpus=GPU_CORPUS,
     ),
     # XSA's 0.7B model of Table 1 on FineWeb in GPT-2 tokens, one seed.
     "paper": Preset(
         PAPER_TABLE1["0.7B"].model, PAPER_TABLE1["0.7B"].train, seeds=(0,), linear_layers=4,
-        diag_sequences=256, control_position=512, qk_ratios=(1.0,), ratio_kinds=(),
-        corpus="shards/fineweb-gpt2", micro_tokens=8 * 2048,
+        diag_sequences=256, control_position=512, qk_ratios=(1.0,), ratio_kinds=(), faithfulness_windows=64,
+        faithfulness_fractions=(0.0, 0.02, 0.05, 0.1, 0.2), corpus="shards/fineweb-gpt2",
+        micro_tokens=8 * 2048,
     ),
 }  # fmt: skip
