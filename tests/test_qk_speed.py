@@ -258,15 +258,23 @@ def test_workers_default_without_an_affinity_call(monkeypatch):
 
 def test_research_parameters_reach_the_circuit_runs():
     assert qk_speed.configure(scale="cpu").preset == qk_speed.PRESETS["cpu"]  # the defaults: the preset's
-    exp = qk_speed.configure(scale="cpu", ratios=[40, 1], fast_ratio=40, epochs=5)
+    exp = qk_speed.configure(scale="cpu", ratios=[40, 1], fast_ratio=40, epochs=5, sva_epochs=600)
     c = exp.preset.circuits
     assert (c.ratios, c.fast_fafo, c.max_epochs) == ((1.0, 40.0), 40.0, 5)
+    assert exp.preset.sva == replace(qk_speed.PRESETS["cpu"].sva, epochs=600)
     jobs = exp._ratio_jobs()
     assert {ratio for _, ratio, _, _ in jobs} == {1.0, 40.0}
     assert {cfg["max_epochs"] for *_, cfg in jobs} == {5}  # the sweep at the row-1 budget
     fast = [cfg for run, _, cfg in exp._fig2_jobs() if run.label == "FAFO QK x40"]
     assert fast and {cfg["lr_qk"] for cfg in fast} == {40 * c.lr}
-    for bad in ({"ratios": [0, 1]}, {"ratios": [3]}, {"fast_ratio": 1.0}, {"epochs": -1}):
+    bad_values = (
+        {"ratios": [0, 1]},
+        {"ratios": [3]},
+        {"fast_ratio": 1.0},
+        {"epochs": -1},
+        {"sva_epochs": 1.5},
+    )
+    for bad in bad_values:
         (key,) = bad
         with pytest.raises(ParameterError, match=f"^{key}"):
             qk_speed.configure(scale="cpu", **bad)

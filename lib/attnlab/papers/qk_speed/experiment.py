@@ -673,14 +673,16 @@ def configure(
     ratios: list[float] | tuple[float, ...] = (),
     fast_ratio: float = 0.0,
     epochs: int = 0,
+    sva_epochs: int = 0,
 ) -> QKSpeedExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``seeds`` are the
     synthetic-task seeds (Figs. 2-3 and the ratio sweep; empty: the preset's); ``workers`` the processes that
     train the (single-threaded) fixed-attention runs of Fig. 3 in parallel, 0 = one per available CPU core
     (the circuit runs of Fig. 2 and the ratio sweep train all at once on ``device``). ``ratios``: the
     eta_QK / eta_OV ratios of the sweep; ``fast_ratio``: the ratio of Fig. 2's "FAFO QK x20" run (faster QK,
-    above 1); ``epochs``: the row-1 and ratio-sweep budget in epochs (early stop at ``loss_stop``); empty or
-    0: the preset's."""
+    above 1); ``epochs``: the row-1 and ratio-sweep budget in epochs (early stop at ``loss_stop``);
+    ``sva_epochs``: the SVA classifiers' epochs (the cosine schedule stretches with them); empty or 0: the
+    preset's."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
         raise ParameterError(f"workers must be a non-negative integer; got {workers!r}")
     workers = workers or available_cores()
@@ -696,7 +698,8 @@ def configure(
         fast_fafo=check_number("fast_ratio", fast_ratio, c.fast_fafo, low=1.0),
         max_epochs=check_count("epochs", epochs) or c.max_epochs,
     )
-    preset = replace(preset, circuits=circuits)
+    sva = replace(preset.sva, epochs=check_count("sva_epochs", sva_epochs) or preset.sva.epochs)
+    preset = replace(preset, circuits=circuits, sva=sva)
     seeds = check_seeds(seeds, preset.seeds)
     if preset.ratio_seeds > len(seeds):
         preset = replace(preset, ratio_seeds=len(seeds))

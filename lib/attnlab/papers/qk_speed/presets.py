@@ -99,9 +99,10 @@ class SVASetup:
     ``lr``: the authors' 5e-4 at every scale. Their 157 721 training sentences give 73 935 SGD steps; the
     ~3 900 of the offline sets give ~1 840, and there neither variant leaves chance (measured at ``cpu``
     scale: the training loss stays at log 2). Keeping their learning rate x steps (5e-4 x 40) was tried and is
-    not used: the baseline still stays at log 2 and faster QK (embeddings and QK at 2.0) diverges. ``limit``:
-    the first items of each set (None: all); ``test_limit``: a fixed random subset of the test sentences for
-    the metrics (None: all); faithfulness at the top ``topk`` fraction (5 %, the authors' k)."""
+    not used: the baseline still stays at log 2 and faster QK (embeddings and QK at 2.0) diverges. Their step
+    count (``sva_epochs=600``, 73 800 steps) leaves the baseline at log 2 too (docs/papers/qk-speed.md).
+    ``limit``: the first items of each set (None: all); ``test_limit``: a fixed random subset of the test
+    sentences for the metrics (None: all); faithfulness at the top ``topk`` fraction (5 %, the authors' k)."""
 
     model: GPTConfig
     epochs: int = 15
