@@ -239,6 +239,7 @@ def test_configure_and_runner_registration():
         "ratios": [],
         "fast_ratio": 0.0,
         "epochs": 0,
+        "sva_epochs": 0,
     }
     assert qk_speed.configure(workers=3).workers == 3 and qk_speed.configure().workers >= 1
     with pytest.raises(ParameterError, match="workers must be"):
