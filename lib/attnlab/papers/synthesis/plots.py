@@ -159,8 +159,10 @@ def faithfulness(areas: pd.DataFrame, kinds: list[str]) -> plt.Figure:
                 ax.scatter(
                     np.full(len(seeds), x[kinds.index(kind)] + offset), seeds, s=8, color="black", zorder=3
                 )
-            ax.bar(x + offset, means, width=width, color=color(concept), label=label, yerr=errors, capsize=2,
-                   alpha=0.85 if concept != "chance" else 0.35)  # fmt: skip
+            null = concept == "chance"  # the floor: white with grey hatching, apart from attention's grey
+            ax.bar(x + offset, means, width=width, color="white" if null else color(concept), label=label,
+                   yerr=errors, capsize=2, hatch="///" if null else None, edgecolor=color("random init"),
+                   alpha=0.9)  # fmt: skip
         better = "higher" if mode == "comprehensiveness" else "lower"
         ax.set_xticks(x, [_label(k) for k in kinds], rotation=25, ha="right", fontsize=8)
         ax.set(ylabel="log area (mean sign * log(1 + |dPPL|))", title=f"{mode} ({better} is more faithful)")
