@@ -113,6 +113,13 @@ def normalised_entropy(pattern: torch.Tensor) -> torch.Tensor:
     return entropy / keys.log()
 
 
+def _fitting_batch(model: GPT, T: int, batch_size: int) -> int:
+    """At most ``batch_size`` sequences of length ``T``, and no more than the captured intermediates of every
+    layer (``run_with_cache``, twice for the working copies) hold in 8 GiB."""
+    fits = int(8 * 2**30 // (2 * cache_bytes_per_sequence(model.cfg, T)))
+    return max(1, min(batch_size, fits))
+
+
 @torch.no_grad()
 def forward_lenses(
     model: GPT, tokens: torch.Tensor, control_position: int, batch_size: int = 32
@@ -124,8 +131,7 @@ def forward_lenses(
     ``uniform`` is a_ii (and the attention on token 0) under uniform causal attention."""
     model.eval()
     device = next(model.parameters()).device
-    fits = int(8 * 2**30 // (2 * cache_bytes_per_sequence(model.cfg, tokens.shape[1])))
-    batch_size = max(1, min(batch_size, fits))
+    batch_size = _fitting_batch(model, tokens.shape[1], batch_size)
     sums: dict[int, dict[str, float]] = {}
     for start in range(0, len(tokens), batch_size):
         batch = tokens[start : start + batch_size].to(device)
@@ -171,6 +177,7 @@ def faithfulness_curves(
     model.eval()
     device = next(model.parameters()).device
     fractions = [f for f in fractions if f > 0]
+    batch_size = _fitting_batch(model, tokens.shape[1], batch_size)
     generator = torch.Generator().manual_seed(seed)
     rows = []
     for start in range(0, len(tokens), batch_size):
