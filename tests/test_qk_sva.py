@@ -2,6 +2,7 @@
 the attention-only classifier and its training loop, the claims' chance level and gate."""
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -12,6 +13,7 @@ from attnlab.model import GPTConfig
 from attnlab.papers.qk_speed import authors, sva
 from attnlab.papers.qk_speed import claims as qk
 from attnlab.papers.qk_speed.experiment import QKSpeedExperiment
+from attnlab.papers.qk_speed.experiment import configure as qk_speed_configure
 from attnlab.papers.qk_speed.text_tasks import ClassificationData, Vocabulary, classifier_outputs
 
 
@@ -148,6 +150,33 @@ def test_training_scales_each_group_and_follows_the_cosine_schedule():
     assert sva.cosine_with_warmup(55, 100, 10) == pytest.approx(0.5)
 
 
+def test_the_adam_protocol_scales_the_same_groups_and_rejects_other_optimizers():
+    data, cfg = _toy(n=64), _cfg()
+    torch.manual_seed(3)
+    init = sva.AttentionOnlyClassifier(cfg).state_dict()
+    kw = dict(epochs=2, batch_size=8, lr=1e-2, momentum=0.9, weight_decay=0.0, warmup=0.1, seed=3)
+    trained = sva.train_agreement(cfg, data, lr_scale={"qk": 0.0}, optimizer="adam", **kw)
+    for name in ("attn.q_proj.weight", "attn.k_proj.weight", "attn.q_proj.bias"):
+        assert torch.equal(init[name], trained["model"][name]), name
+    assert not torch.equal(init["attn.v_proj.weight"], trained["model"]["attn.v_proj.weight"])
+    sgd_run = sva.train_agreement(cfg, data, lr_scale={}, **kw)["model"]
+    adam_run = sva.train_agreement(cfg, data, lr_scale={}, optimizer="adam", **kw)["model"]
+    assert not torch.equal(sgd_run["attn.v_proj.weight"], adam_run["attn.v_proj.weight"])
+    with pytest.raises(ValueError, match="optimizer"):
+        sva.train_agreement(cfg, data, lr_scale={}, optimizer="lion", **kw)
+
+
+def test_sva_protocols_follow_the_preset():
+    assert qk_speed_configure(scale="cpu").sva_protocols() == ["authors", "adam"]
+    exp = qk_speed_configure(scale="cpu")
+    no_adam = replace(exp, preset=replace(exp.preset, sva=replace(exp.preset.sva, adam_lr=None)))
+    assert no_adam.sva_protocols() == ["authors"]
+    with pytest.raises(ValueError, match="protocol"):
+        no_adam.sva("adam")
+    runs = exp.planned_runs()
+    assert "SVA adam fast QK seed 0" in runs and "SVA authors baseline seed 0" in runs
+
+
 def _frame(correct_rate, labels_plural=0.5, n=40):
     rows = []
     for variant in ("baseline", "fast QK"):
@@ -188,3 +217,13 @@ def test_the_authors_sva_numbers_have_their_sources():
     assert col["baseline"].startswith("test accuracy 0.924") and col["other"] == "not printed"
     assert all(len(v) == 5 for v in authors.SVA_TEST_ACCURACY.values())
     assert math.isclose(sva.LINZEN_SENTENCES * 0.1, authors.SVA_TRAIN_SENTENCES, rel_tol=1e-3)
+
+
+def test_each_protocol_gets_its_own_rows():
+    adam = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.95, "fast QK": 0.95}), "SVA, Adam")
+    plateau = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.5, "fast QK": 0.5}))
+    assert {c.figure for c in adam} == {"SVA, Adam"} and {c.figure for c in plateau} == {"SVA"}
+    assert [c.verdict.split(":")[0] for c in adam] == ["holds", "holds", "holds"]
+    assert all(
+        c.verdict.startswith("not testable here") for c in plateau
+    )  # one protocol does not gate the other

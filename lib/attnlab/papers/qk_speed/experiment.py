@@ -82,6 +82,8 @@ RATIO_INIT_LABELS = {"default": "QK at nn.Linear default", "identity": "QK at 1e
 _CIRCUIT_CODE = ("papers/qk_speed/circuits.py", "papers/qk_speed/synthetic.py")
 _BATCHED_CODE = (*_CIRCUIT_CODE, "papers/qk_speed/batched.py")
 _GPT_CODE = ("attention.py", "model.py", "training/trainer.py", "papers/qk_speed/text_tasks.py")
+#: The SVA training protocols: the authors' momentum SGD, and this project's Adam (``SVASetup.adam_lr``).
+SVA_PROTOCOLS = ("authors", "adam")
 _SVA_CODE = ("attention.py", "papers/qk_speed/text_tasks.py", "papers/qk_speed/sva.py")
 
 
@@ -487,13 +489,17 @@ class QKSpeedExperiment(PaperExperiment):
         data = load_agreement(train_fraction=p.train_fraction, limit=p.limit)
         return data, held_out_subset(data, p.test_limit)
 
-    def sva(self) -> pd.DataFrame:
+    def sva(self, protocol: str = "authors") -> pd.DataFrame:
         """Subject-verb agreement as the authors set it up (``papers/qk_speed/sva.py``): the verb's number
-        from the full sentence, an attention-only block, baseline vs faster QK, every SVA seed. One row per
+        from the full sentence, an attention-only block, baseline vs faster QK, every SVA seed; trained with
+        their momentum SGD (``protocol="authors"``) or with Adam at ``SVASetup.adam_lr`` (``"adam"``, this
+        project's protocol, everything else theirs). One row per
         (variant, seed, test sentence): the class probability of the true label, correctness, the label, the
         last token's attention mass on the subject head and the verb, comprehensiveness and sufficiency at the
         top ``topk`` of the tokens by that attention."""
         p = self.preset.sva
+        if protocol not in SVA_PROTOCOLS or (protocol == "adam" and p.adam_lr is None):
+            raise ValueError(f"protocol must be one of {self.sva_protocols()}, got {protocol!r}")
         data, test = self.sva_data()
         cfg = replace(
             p.model, vocab_size=len(data.vocab), block_size=max(p.model.block_size, data.tokens.shape[1])
@@ -506,13 +512,15 @@ class QKSpeedExperiment(PaperExperiment):
                 settings = dict(
                     epochs=p.epochs,
                     batch_size=p.batch_size,
-                    lr=p.lr,
+                    lr=p.lr if protocol == "authors" else p.adam_lr,
                     momentum=p.momentum,
                     weight_decay=p.weight_decay,
                     warmup=p.warmup,
                     lr_scale=scale,
                     seed=seed,
                 )
+                if protocol == "adam":  # the authors' runs keep their cache keys
+                    settings["optimizer"] = "adam"
                 config = dict(model=cfg.to_dict(), **settings, device=dev.type)
 
                 def compute(settings=settings) -> dict:
@@ -544,6 +552,10 @@ class QKSpeedExperiment(PaperExperiment):
                     )
                 )
         return pd.concat(frames, ignore_index=True)
+
+    def sva_protocols(self) -> list[str]:
+        """The SVA protocols run: the authors' and, unless ``adam_lr`` is None, this project's."""
+        return [p for p in SVA_PROTOCOLS if p == "authors" or self.preset.sva.adam_lr is not None]
 
     def sva_summary(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``real_summary`` of the SVA columns with the authors' printed numbers beside ours
@@ -580,11 +592,12 @@ class QKSpeedExperiment(PaperExperiment):
         items = p.limit or SVA_ITEMS
         runs = {}
         for variant in VARIANTS:
-            for seed in self.preset.sva_seeds:
-                tokens = p.epochs * 2 * items * p.model.block_size  # two sentences (verb forms) per item
-                runs[f"SVA {variant} seed {seed}"] = PlannedRun(
-                    p.model, p.model.block_size, tokens, f"sva {variant} {seed}"
-                )
+            for protocol in self.sva_protocols():
+                for seed in self.preset.sva_seeds:
+                    tokens = p.epochs * 2 * items * p.model.block_size  # two sentences (verb forms) per item
+                    runs[f"SVA {protocol} {variant} seed {seed}"] = PlannedRun(
+                        p.model, p.model.block_size, tokens, f"sva {protocol} {variant} {seed}"
+                    )
             for seed in self.preset.squad_seeds:
                 t = q.train
                 tokens = t.steps * t.batch_size * q.model.block_size
@@ -652,9 +665,11 @@ class QKSpeedExperiment(PaperExperiment):
 
     # Claims ------------------------------------------------------------------------------------------------
 
-    def claims(self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain: str) -> list[Claim]:
+    def claims(
+        self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain: str, sva_adam: pd.DataFrame | None = None
+    ) -> list[Claim]:
         """The claims table's rows (:func:`attnlab.papers.qk_speed.claims.claims`)."""
-        return paper_claims.claims(self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain)
+        return paper_claims.claims(self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain, sva_adam)
 
 
 def available_cores() -> int:

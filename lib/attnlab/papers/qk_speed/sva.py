@@ -257,15 +257,25 @@ def train_agreement(
     lr_scale: dict[str, float],
     seed: int,
     device: str = "cpu",
+    optimizer: str = "sgd",
 ) -> dict:
     """Train ``AttentionOnlyClassifier(cfg)`` on the train split as the authors' training cell does: SGD with
     ``momentum`` and ``weight_decay``, each ``param_group`` at ``lr`` x ``lr_scale.get(group, 1)`` (faster QK:
     embed and qk x100), the cosine schedule with ``warmup`` x the total steps of linear warm-up, stepped every
-    batch; random batches of ``batch_size``, cross-entropy. Returns ``{"model": state_dict, "train_loss":
-    per-epoch means}``."""
+    batch; random batches of ``batch_size``, cross-entropy. ``optimizer="adam"``: this project's protocol,
+    Adam (default betas; ``momentum`` and ``weight_decay`` unused) with the same groups, rates and schedule.
+    Returns ``{"model": state_dict, "train_loss": per-epoch means}``."""
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
     torch.manual_seed(seed)
     model = AttentionOnlyClassifier(cfg).to(device)
-    opt = sgd(gpt_groups(model), lr, momentum=momentum, weight_decay=weight_decay, lr_scale=lr_scale)
+    if optimizer == "sgd":
+        opt = sgd(gpt_groups(model), lr, momentum=momentum, weight_decay=weight_decay, lr_scale=lr_scale)
+    else:
+        groups = gpt_groups(model).items()
+        opt = torch.optim.Adam(
+            [{"params": ps, "name": g, "lr": lr * lr_scale.get(g, 1.0)} for g, ps in groups]
+        )
     train = data.split(True)
     total = epochs * math.ceil(len(train) / batch_size)
     sched = torch.optim.lr_scheduler.LambdaLR(
