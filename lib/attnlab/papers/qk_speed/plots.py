@@ -29,7 +29,7 @@ def dtap_grid(
     darker) with one colorbar for every panel."""
     names = list(hists)
     nrows = math.ceil(len(names) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 3.1 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.0 * ncols, 3.1 * nrows), squeeze=False)
     ticks = [f"{e:.1f}" for e in DTAP_EDGES]
     for ax in axes.flat[len(names) :]:
         ax.axis("off")
@@ -53,7 +53,7 @@ def dtap_grid(
         )
         ax.set_xticks(np.arange(len(ticks)), ticks, fontsize=7)
         ax.set_yticks(np.arange(len(ticks)), ticks[::-1], fontsize=7)
-        ax.set(title=name, xlabel=f"attention mass on {xlabel} tokens", ylabel="P(true label)")
+        ax.set(title=name, xlabel=f"mass on {xlabel} tokens", ylabel="P(true label)")
         ax.title.set_fontsize(9)
     fig.tight_layout(rect=(0, 0, 0.92, 1))
     bar = fig.add_axes((0.935, 0.15, 0.012, 0.7), label="<colorbar>")
