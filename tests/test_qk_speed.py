@@ -357,6 +357,8 @@ def test_plots_have_labelled_axes():
     assert _labelled(plots.variant_bars(frame, {"mass": "attention mass"}, ac))
     fig = plots.variant_bars(frame.assign(em=0.0), {"mass": "attention mass", "em": "exact match"}, ac)
     assert len(fig.axes) == 2 and "exact match" in fig._suptitle.get_text()  # no empty panel
+    fig = plots.variant_bars(frame.assign(em=0.0), {"mass": "m", "em": "exact match"}, ac, title="SVA, Adam")
+    assert fig._suptitle.get_text().startswith("SVA, Adam; zero in every run")  # the title keeps the note
     matplotlib.pyplot.close("all")
 
 

@@ -173,10 +173,13 @@ def stopping_thresholds(curves: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def variant_bars(frame: pd.DataFrame, metrics: dict[str, str], ac: pd.DataFrame | None = None) -> plt.Figure:
+def variant_bars(
+    frame: pd.DataFrame, metrics: dict[str, str], ac: pd.DataFrame | None = None, title: str = ""
+) -> plt.Figure:
     """Baseline vs faster QK: one panel per metric (``metrics``: column -> axis label), bars = mean over seeds
-    of the per-seed means, error bars = std over seeds, dots = seeds; an AC panel (%) from ``ac`` if given. A
-    metric that is zero for every run gets no panel (an empty panel says nothing); the title names it."""
+    of the per-seed means, error bars = std over seeds, dots = seeds (no random jitter: the same figure on
+    every run); an AC panel (%) from ``ac`` if given. A metric that is zero for every run gets no panel (an
+    empty panel says nothing); the figure's ``title`` names it."""
     per_seed = frame.groupby(["variant", "seed"], sort=False)[list(metrics)].mean().reset_index()
     panels = [(col, label) for col, label in metrics.items() if per_seed[col].ne(0).any()]
     zero = [label for col, label in metrics.items() if not per_seed[col].ne(0).any()]
@@ -195,10 +198,12 @@ def variant_bars(frame: pd.DataFrame, metrics: dict[str, str], ac: pd.DataFrame 
             ax=ax,
             legend=False,
         )
-        sns.stripplot(data=per_seed, x="variant", y=col, color="black", size=3, ax=ax)
+        sns.stripplot(data=per_seed, x="variant", y=col, color="black", size=3, jitter=False, ax=ax)
         ax.set(xlabel="QK learning rate", ylabel=label, title=label)
         ax.title.set_fontsize(9)
     if zero:
-        fig.suptitle(f"zero in every run (no panel): {', '.join(zero)}", fontsize=9)
+        title = "; ".join([t for t in (title, f"zero in every run (no panel): {', '.join(zero)}") if t])
+    if title:
+        fig.suptitle(title, fontsize=10, y=1.04)
     fig.tight_layout()
     return fig
