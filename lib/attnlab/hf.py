@@ -78,6 +78,7 @@ from transformers import (  # noqa: E402
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers import __version__ as transformers_version  # noqa: E402
 from transformers.masking_utils import AttentionMaskInterface, eager_mask  # noqa: E402
 
 from attnlab.attention import rescaled_mix  # noqa: E402
@@ -86,6 +87,7 @@ from attnlab.data.tokenizer import ByteTokenizer  # noqa: E402
 from attnlab.errors import ParameterError  # noqa: E402
 from attnlab.metrics import projected_values  # noqa: E402
 from attnlab.model import GPT  # noqa: E402
+from attnlab.paths import data_dir  # noqa: E402
 
 #: The ``attn_implementation`` name under which attnlab's capturing attention function is registered.
 ATTN_IMPLEMENTATION = "attnlab"
@@ -153,14 +155,9 @@ def smollm2_checkpoint() -> Path:
     float32): the new folder is reloaded and compared tensor by tensor, and its tokenizer on a probe text,
     before it is moved into place. A marker records the verified archive's SHA-256 and the transformers
     version; a folder from another archive or another transformers version is rebuilt."""
-    import transformers
-
-    from attnlab.paths import data_dir
-
-    gguf = smollm2_gguf()
     final = data_dir() / SMOLLM2_CHECKPOINT
-    art = artifacts.get("smollm2")  # extract() has checked the GGUF against the archive's recorded digests
-    wanted = {"archive_sha256": art.sha256, "member": SMOLLM2_GGUF, "transformers": transformers.__version__}
+    art = artifacts.get("smollm2")  # the archive the GGUF comes from (extract() verifies it on conversion)
+    wanted = {"archive_sha256": art.sha256, "member": SMOLLM2_GGUF, "transformers": transformers_version}
 
     def ready() -> bool:
         try:
@@ -169,7 +166,8 @@ def smollm2_checkpoint() -> Path:
             return False
 
     if ready():
-        return final
+        return final  # the GGUF itself is not read (nor hashed) again
+    gguf = smollm2_gguf()
     print(f"dequantising {gguf.name} once into {final} (a float32 checkpoint that loads in under a second)")
     model, tokenizer = load(gguf)
     model.hf_quantizer = None  # the weights are plain float32 tensors now; transformers refuses to save

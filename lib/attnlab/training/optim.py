@@ -75,7 +75,27 @@ def sgd(
     """SGD at ``lr`` (with ``momentum`` and ``weight_decay``, if given). ``params``: the parameters, or named
     groups (in the order given), each group learning at ``lr`` x ``lr_scale.get(name, 1)`` and keeping its
     ``"name"``, so a loop can set per-group rates later."""
-    if isinstance(params, Mapping):
-        scale = lr_scale or {}
-        params = [{"params": list(ps), "name": g, "lr": lr * scale.get(g, 1.0)} for g, ps in params.items()]
-    return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    return torch.optim.SGD(_named(params, lr, lr_scale), lr=lr, momentum=momentum, weight_decay=weight_decay)
+
+
+def adam(
+    params: Iterable[torch.nn.Parameter] | Mapping[str, Iterable[torch.nn.Parameter]],
+    lr: float,
+    *,
+    lr_scale: Mapping[str, float] | None = None,
+) -> torch.optim.Adam:
+    """Adam at ``lr`` (default betas, no weight decay), with ``params`` and ``lr_scale`` as :func:`sgd`."""
+    return torch.optim.Adam(_named(params, lr, lr_scale), lr=lr)
+
+
+def _named(
+    params: Iterable[torch.nn.Parameter] | Mapping[str, Iterable[torch.nn.Parameter]],
+    lr: float,
+    lr_scale: Mapping[str, float] | None,
+) -> Iterable[torch.nn.Parameter] | list[dict]:
+    """Named groups as optimizer param groups, each at ``lr`` x ``lr_scale.get(name, 1)``; plain parameters
+    as they are."""
+    if not isinstance(params, Mapping):
+        return params
+    scale = lr_scale or {}
+    return [{"params": list(ps), "name": g, "lr": lr * scale.get(g, 1.0)} for g, ps in params.items()]

@@ -498,7 +498,7 @@ class QKSpeedExperiment(PaperExperiment):
         last token's attention mass on the subject head and the verb, comprehensiveness and sufficiency at the
         top ``topk`` of the tokens by that attention."""
         p = self.preset.sva
-        if protocol not in SVA_PROTOCOLS or (protocol == "adam" and p.adam_lr is None):
+        if protocol not in self.sva_protocols():
             raise ValueError(f"protocol must be one of {self.sva_protocols()}, got {protocol!r}")
         data, test = self.sva_data()
         cfg = replace(

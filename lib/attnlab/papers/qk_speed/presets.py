@@ -121,9 +121,7 @@ class SVASetup:
     limit: int | None = None
     test_limit: int | None = None
     topk: float = 0.05
-    adam_lr: float | None = (
-        1e-3  # this project's protocol beside theirs: Adam at this rate (None: theirs only)
-    )
+    adam_lr: float | None = 1e-3  # this project's protocol beside theirs (None: theirs only)
 
 
 @dataclass(frozen=True)

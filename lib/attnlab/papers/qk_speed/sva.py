@@ -48,7 +48,7 @@ from attnlab.papers.qk_speed.text_tasks import (
     subject_head,
     words,
 )
-from attnlab.training.optim import gpt_groups, sgd
+from attnlab.training.optim import adam, gpt_groups, sgd
 
 _ROOT = "bigbench-1.0.0/bigbench/benchmark_tasks/subject_verb_agreement"
 
@@ -272,10 +272,7 @@ def train_agreement(
     if optimizer == "sgd":
         opt = sgd(gpt_groups(model), lr, momentum=momentum, weight_decay=weight_decay, lr_scale=lr_scale)
     else:
-        groups = gpt_groups(model).items()
-        opt = torch.optim.Adam(
-            [{"params": ps, "name": g, "lr": lr * lr_scale.get(g, 1.0)} for g, ps in groups]
-        )
+        opt = adam(gpt_groups(model), lr, lr_scale=lr_scale)
     train = data.split(True)
     total = epochs * math.ceil(len(train) / batch_size)
     sched = torch.optim.lr_scheduler.LambdaLR(
