@@ -179,6 +179,10 @@ def test_squad_windows_contain_the_answer_and_its_bytes_are_marked():
     for n, ex in enumerate(examples):
         marked = data.tokens[n][data.relevant[n]]
         assert tok.decode(marked) == ex.answers[0]
+        # the authors' order: the question comes first, the marked answer lies in the context after it
+        prompt = tok.decode(data.tokens[n, : data.prompt_len[n]])
+        assert prompt == f"Q: {ex.question} C: {ex.context} A:"
+        assert int(data.answer_span[n, 0]) >= len(f"Q: {ex.question} C: ".encode())
         p, t = int(data.prompt_len[n]), int(data.target_len[n])
         assert tok.decode(data.tokens[n, p : p + t]) == f" {ex.answers[0]}\n"
 
@@ -189,13 +193,27 @@ def test_answer_loss_counts_only_the_answer_bytes():
     data = text_tasks.encode_qa(examples)
     model = GPT(GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=data.tokens.shape[1]))
     idx = torch.arange(3)
-    got = text_tasks._answer_loss(model, data, idx, "cpu")
+    got = text_tasks.qa_losses(model, data, idx, "cpu")[0]
     losses = []
     for n in range(3):
         p, t = int(data.prompt_len[n]), int(data.target_len[n])
         seq = data.tokens[n, : p + t][None]
         logits, _ = model(seq[:, :-1])
         losses.append(F.cross_entropy(logits[0, p - 1 : p + t - 1], seq[0, p : p + t], reduction="none"))
+    assert got.item() == pytest.approx(torch.cat(losses).mean().item(), rel=1e-5)
+
+
+def test_whole_sequence_loss_counts_every_byte_but_the_padding():
+    torch.manual_seed(0)
+    examples = text_tasks.load_squad(window=40, max_answer=20, limit=3)
+    data = text_tasks.encode_qa(examples)
+    model = GPT(GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=data.tokens.shape[1]))
+    _, got = text_tasks.qa_losses(model, data, torch.arange(3), "cpu")
+    losses = []
+    for n in range(3):
+        seq = data.tokens[n, : int(data.prompt_len[n] + data.target_len[n])][None]
+        logits, _ = model(seq[:, :-1])
+        losses.append(F.cross_entropy(logits[0], seq[0, 1:], reduction="none"))
     assert got.item() == pytest.approx(torch.cat(losses).mean().item(), rel=1e-5)
 
 
@@ -288,7 +306,14 @@ def test_paper_presets_follow_the_sheet():
         assert (p.circuits.lr, p.circuits.batches_per_epoch, p.circuits.max_epochs) == (1e-2, 250, 2500)
         assert (p.fixed.lr, p.fixed.epochs, p.fixed.batches_per_epoch) == (1e-2, 500, 250)
         assert (p.sva.epochs, p.sva.lr, p.sva.momentum, p.sva.qk_scale) == (15, 5e-4, 0.99, 100.0)
-        assert p.squad.qk_scale == 20.0 and p.squad.model.n_layer == 6
+        assert p.squad.qk_scale == 20.0
+    # SQuAD: gpu runs the configuration measured to learn at cpu scale on every test question; paper is the
+    # authors' model size with their answer-only loss
+    cpu, gpu, paper = (qk_speed.PRESETS[s].squad for s in ("cpu", "gpu", "paper"))
+    assert (gpu.model, gpu.train, gpu.prompt_weight) == (cpu.model, cpu.train, cpu.prompt_weight)
+    assert gpu.test_limit is None and cpu.prompt_weight > 0
+    m = paper.model
+    assert (m.n_layer, m.d_model, m.n_head, m.d_ff, paper.prompt_weight) == (6, 300, 6, 1200, 0)
     labels = [r.label for r in qk_speed.fig2_runs(qk_speed.PRESETS["paper"].circuits)]
     assert labels[:4] == ["FAFO", "FACO", "CAFO", "CACO"] and len(set(labels)) == len(labels)
 

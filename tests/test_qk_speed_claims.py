@@ -339,6 +339,19 @@ def test_claims_table_from_hand_made_results():
     ]
     assert rows[0].estimate == pytest.approx(0.6) and rows[0].n == len(exp.seeds)
     assert rows[-1].ours == "not run: offline"
+    # the authors' printed final F1 (means of their five seeds) stands beside the paper's "similar F1"
+    assert "final F1 0.575 -> 0.570" in rows[18].paper
+
+
+def test_a_diverged_squad_run_is_not_counted_as_a_result():
+    squad = _real_rows()
+    diverged = (squad["variant"] == "fast QK") & (squad["seed"] == 1)
+    squad.loc[diverged, ["mass", "f1", "true_prob"]] = float("nan")
+    squad["em"] = squad["em"].astype(float)
+    squad.loc[diverged, "em"] = float("nan")
+    sharp, same = qk._squad(_exp(), squad)
+    why = "not testable here: training diverged (fast QK seed 1): no scores to compare"
+    assert sharp.verdict == why and same.verdict == why
 
 
 def test_growth_regime_verdict_gives_each_answer():

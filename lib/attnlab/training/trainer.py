@@ -172,7 +172,8 @@ def _forward_backward(
     return torch.stack(losses).mean()
 
 
-def _progress(total: int, initial: int, desc: str, enabled: bool) -> tqdm:
+def progress_bar(total: int, initial: int, desc: str, enabled: bool) -> tqdm:
+    """A tqdm bar on stderr; outside a terminal it refreshes every 15 s."""
     # Outside a terminal (papermill, CI logs) refresh rarely so the log stays a few readable lines.
     interactive = sys.stderr.isatty()
     return tqdm(
@@ -260,7 +261,7 @@ def train(
         history["val_loss"].append(validate())
     step_model = torch.compile(wrapped) if cfg.compile else wrapped
 
-    bar = _progress(cfg.steps, start, desc, progress and ctx.is_main)
+    bar = progress_bar(cfg.steps, start, desc, progress and ctx.is_main)
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
         lr = set_lr(opt, step, cfg)

@@ -12,6 +12,7 @@ preset says so.
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.errors import ParameterError
+from attnlab.errors import ParameterError, TrainingDiverged
 from attnlab.metrics import attention_confidence, attention_mass, dtap_histogram, faithfulness
 from attnlab.model import GPT
 from attnlab.papers.experiment import PaperExperiment
@@ -77,6 +78,7 @@ from attnlab.training.cache import cached_result, result_path
 
 PAPER = "qk_speed"
 VARIANTS = ("baseline", "fast QK")  # real-data runs
+_PROGRESS_STEPS = 500  # SQuAD runs at least this long show a progress bar
 RATIO_INIT_LABELS = {"default": "QK at nn.Linear default", "identity": "QK at 1e-6 I"}
 
 _CIRCUIT_CODE = ("papers/qk_speed/circuits.py", "papers/qk_speed/synthetic.py")
@@ -479,8 +481,13 @@ class QKSpeedExperiment(PaperExperiment):
 
     # SVA ---------------------------------------------------------------------------------------------------
 
-    def _lr_scale(self, qk_scale: float, variant: str) -> dict[str, float]:
-        return {"qk": qk_scale, "embed": qk_scale} if variant == "fast QK" else {}
+    @staticmethod
+    def _lr_scale(
+        qk_scale: float, variant: str, groups: tuple[str, ...] = ("qk", "embed")
+    ) -> dict[str, float]:
+        """Faster QK's learning-rate multipliers: the authors' SVA notebooks scale the embeddings with W_Q and
+        W_K, their SQuAD notebooks W_Q and W_K alone (``groups=("qk",)``)."""
+        return dict.fromkeys(groups, qk_scale) if variant == "fast QK" else {}
 
     def sva_data(self):
         """The agreement sentences of every offline set (``sva.load_agreement``) and the test sentences the
@@ -563,6 +570,12 @@ class QKSpeedExperiment(PaperExperiment):
         out = self.real_summary(frame, ["correct", "mass", "true_prob", "comprehensiveness", "sufficiency"])
         return out.assign(**{"authors' notebook": pd.Series(authors.sva_column(out.index))})
 
+    def squad_summary(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``real_summary`` of the SQuAD columns with the authors' printed final F1 and exact match beside
+        ours (``authors.squad_column``, reference only: their data, tokenizer, model and rates differ)."""
+        out = self.real_summary(frame, ["f1", "em", "true_prob", "mass"])
+        return out.assign(**{"authors' notebook": pd.Series(authors.squad_column(out.index))})
+
     def real_summary(self, frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         """Per variant: mean and std over seeds of the per-seed means of ``columns``, and of AC and ACMC (%,
         ``claims.acmc_by_seed``); flat
@@ -627,16 +640,33 @@ class QKSpeedExperiment(PaperExperiment):
         frames = []
         for variant in VARIANTS:
             for seed in self.preset.squad_seeds:
-                tcfg = replace(q.train, seed=seed, lr_scale=self._lr_scale(q.qk_scale, variant))
-                config = dict(model=cfg.to_dict(), train=tcfg.to_dict(), device=dev.type)
+                tcfg = replace(q.train, seed=seed, lr_scale=self._lr_scale(q.qk_scale, variant, ("qk",)))
+                config = dict(
+                    model=cfg.to_dict(), train=tcfg.to_dict(), prompt_weight=q.prompt_weight, device=dev.type
+                )
 
-                def compute(tcfg=tcfg) -> dict:
-                    return train_qa(cfg, tcfg, train, device=str(dev))
+                def compute(tcfg=tcfg, label=f"SQuAD {variant} seed {seed}") -> dict:
+                    try:
+                        return train_qa(
+                            cfg,
+                            tcfg,
+                            train,
+                            prompt_weight=q.prompt_weight,
+                            device=str(dev),
+                            desc=label if tcfg.steps >= _PROGRESS_STEPS else None,
+                        )
+                    except TrainingDiverged as err:
+                        return {"model": None, "train_loss": [math.nan], "diverged": str(err)}
 
                 res = self._cached("squad", config, compute, data=train.fingerprint(), code=_GPT_CODE)
-                model = GPT(cfg).to(dev)
-                model.load_state_dict(res["model"])
-                out = qa_outputs(model, test, max_new=q.max_answer + 8)
+                if res["model"] is None:  # diverged: every score of the run is NaN, the claims say so
+                    print(f"SQuAD {variant} seed {seed}: {res['diverged']}")
+                    nan = np.full(len(test), np.nan)
+                    out = {"f1": nan, "em": nan, "answer_prob": nan, "mass": nan}
+                else:
+                    model = GPT(cfg).to(dev)
+                    model.load_state_dict(res["model"])
+                    out = qa_outputs(model, test, max_new=q.max_answer + 8)
                 frames.append(
                     pd.DataFrame(
                         {

@@ -1,6 +1,6 @@
 """Real-data tasks of "Faster query-key learning sharpens attention" (arXiv 2608.06776): the shared pieces of
 subject-verb agreement as classification (``sva``), SQuAD v1.1 as generative QA with the small training loop
-that fits a ``GPT`` to it (answer-only language-model loss), and a HateXplain loader.
+that fits a ``GPT`` to it, and a HateXplain loader.
 
 Everything ships offline inside BIG-bench's PyPI sdist (artifact ``bigbench``) except HateXplain, which only
 the Hugging Face hub serves: :func:`load_hatexplain` asks ``datasets`` for it by name and raises
@@ -13,10 +13,12 @@ that finds a subject BIG-bench does not mark (:func:`subject_head`, a heuristic,
 all), the classification data and the class probabilities / attention of a trained classifier.
 
 SQuAD v1.1 dev (``squad_shifts/squaddev_v1.1.json``, the original SQuAD format) as generative QA with byte
-tokens: ``"<context window>\\nQ: <question>\\nA:"`` followed by ``" <answer>\\n"``; the model is trained on
-the answer bytes only and answers greedily. To fit a small model's context the paragraph is cut to a window of
-``window`` characters that contains the first gold answer (at a seeded offset). Articles, not questions, are
-split 80/20, so test paragraphs are unseen.
+tokens, in the authors' prompt order, question first: ``"Q: <question> C: <context window> A:"`` followed by
+``" <answer>\\n"``. The model is trained on the answer bytes (the authors' loss) plus, with weight
+``prompt_weight``, the next-byte loss of the whole sequence (this project's addition: with it a small byte
+model learns to copy answers from 7 000 questions much sooner) and answers greedily. To fit a small model's
+context the paragraph is cut to a window of ``window`` characters that contains the first gold answer (at a
+seeded offset). Articles, not questions, are split 80/20, so test paragraphs are unseen.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.errors import TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.training.optim import make_optimizer, set_lr
-from attnlab.training.trainer import TrainConfig
+from attnlab.training.trainer import TrainConfig, progress_bar
 
 _BIGBENCH = "bigbench-1.0.0/bigbench/benchmark_tasks"
 SQUAD_PATH = "squad_shifts/squaddev_v1.1.json"
@@ -316,7 +318,7 @@ def load_squad(
 class QABatchData:
     """Byte-encoded QA examples: ``tokens`` (N, T) prompt + " answer\\n" right-padded; ``prompt_len`` (N,);
     ``target_len`` (N,) bytes of " answer\\n"; ``answer_span`` (N, 2) the gold answer's byte positions
-    [start, end) in the context; ``relevant`` (N, T) bool over those positions."""
+    [start, end) in the prompt (inside the context); ``relevant`` (N, T) bool over those positions."""
 
     tokens: torch.Tensor
     prompt_len: torch.Tensor
@@ -335,8 +337,13 @@ class QABatchData:
         return h.hexdigest()[:16]
 
 
+def prompt_prefix(ex: QAExample) -> str:
+    """What precedes the context in the prompt (the authors' order: the question first)."""
+    return f"Q: {ex.question} C: "
+
+
 def prompt_text(ex: QAExample) -> str:
-    return f"{ex.context}\nQ: {ex.question}\nA:"
+    return f"{prompt_prefix(ex)}{ex.context} A:"
 
 
 def encode_qa(examples: Sequence[QAExample]) -> QABatchData:
@@ -345,7 +352,7 @@ def encode_qa(examples: Sequence[QAExample]) -> QABatchData:
     for ex in examples:
         prompt = tok.encode(prompt_text(ex)).long()
         target = tok.encode(f" {ex.answers[0]}\n").long()
-        a0 = len(ex.context[: ex.answer_char].encode())
+        a0 = len((prompt_prefix(ex) + ex.context[: ex.answer_char]).encode())
         a1 = a0 + len(ex.answers[0].encode())
         rows.append((prompt, target, a0, a1))
     T = max(len(p) + len(t) for p, t, _, _ in rows)
@@ -364,32 +371,45 @@ def encode_qa(examples: Sequence[QAExample]) -> QABatchData:
     )
 
 
-def _answer_loss(model: GPT, batch: QABatchData, idx: torch.Tensor, device) -> torch.Tensor:
-    """Mean cross-entropy of the target bytes (" answer\\n") of examples ``idx``, teacher-forced."""
+def qa_losses(model: GPT, batch: QABatchData, idx: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Teacher-forced mean cross-entropies of examples ``idx``: of the target bytes (" answer\\n") and of
+    every byte after the first (prompt and answer, padding excluded)."""
     width = int((batch.prompt_len[idx] + batch.target_len[idx]).max())
     x = batch.tokens[idx, :width].to(device)
-    logits, _ = model(x[:, :-1])
+    logits, _ = model(x[:, :-1])  # (B, W-1, V)
     pos = torch.arange(width - 1, device=device)
     p0 = batch.prompt_len[idx].to(device)[:, None] - 1
-    mask = (pos >= p0) & (pos < p0 + batch.target_len[idx].to(device)[:, None])
-    ce = F.cross_entropy(logits.float().transpose(1, 2), x[:, 1:], reduction="none")
-    return (ce * mask).sum() / mask.sum()
+    answer = (pos >= p0) & (pos < p0 + batch.target_len[idx].to(device)[:, None])
+    sequence = pos < p0 + batch.target_len[idx].to(device)[:, None]
+    ce = F.cross_entropy(logits.float().transpose(1, 2), x[:, 1:], reduction="none")  # (B, W-1)
+    return (ce * answer).sum() / answer.sum(), (ce * sequence).sum() / sequence.sum()
 
 
-def train_qa(cfg: GPTConfig, train: TrainConfig, data: QABatchData, *, device: str = "cpu") -> dict:
-    """Train ``GPT(cfg)`` on the answer bytes of ``data`` with the library's AdamW groups and schedule
-    (``TrainConfig.lr_scale`` per ``GPT.param_group``): ``steps`` steps of ``batch_size`` random examples.
-    Returns ``{"model": state_dict, "train_loss": per-step losses}``."""
+def train_qa(
+    cfg: GPTConfig,
+    train: TrainConfig,
+    data: QABatchData,
+    *,
+    prompt_weight: float = 0.0,
+    device: str = "cpu",
+    desc: str | None = None,
+) -> dict:
+    """Train ``GPT(cfg)`` on ``data`` with the library's AdamW groups and schedule (``TrainConfig.lr_scale``
+    per ``GPT.param_group``): ``steps`` steps of ``batch_size`` random examples, minimising the answer loss
+    plus ``prompt_weight`` x the whole-sequence loss (:func:`qa_losses`). Returns ``{"model": state_dict,
+    "train_loss": per-step answer losses}``. ``desc``: show a progress bar with this label."""
     torch.manual_seed(train.seed)
     model = GPT(cfg).to(device)
     opt = make_optimizer(model, train)
     gen = torch.Generator().manual_seed(train.seed)
     losses = []
     model.train()
+    bar = progress_bar(train.steps, 0, desc or "", desc is not None)
     for step in range(train.steps):
         set_lr(opt, step, train)
         idx = torch.randint(len(data), (train.batch_size,), generator=gen)
-        loss = _answer_loss(model, data, idx, device)
+        answer, sequence = qa_losses(model, data, idx, device)
+        loss = answer + prompt_weight * sequence if prompt_weight else answer
         if not math.isfinite(loss.item()):
             raise TrainingDiverged(f"QA: loss {loss.item()} at step {step}")
         opt.zero_grad(set_to_none=True)
@@ -397,7 +417,10 @@ def train_qa(cfg: GPTConfig, train: TrainConfig, data: QABatchData, *, device: s
         if train.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), train.grad_clip)
         opt.step()
-        losses.append(loss.item())
+        losses.append(answer.item())
+        bar.update()
+        bar.set_postfix(answer_loss=f"{answer.item():.3f}", refresh=False)
+    bar.close()
     return {"model": {k: v.cpu() for k, v in model.state_dict().items()}, "train_loss": losses}
 
 
