@@ -400,3 +400,20 @@ def test_results_computed_by_worker_processes_are_not_reported_as_loaded(build):
     again = experiment()
     pd.testing.assert_frame_equal(again.fig3(), frame)
     assert again.cache_summary() == f"{runs} of {runs} results were loaded from the results cache."
+
+
+def test_squad_protocols_change_only_what_they_name():
+    exp = qk_speed.configure(scale="cpu")
+    q = exp.preset.squad
+    base = exp.squad_train("baseline", 3)
+    assert base == replace(q.train, seed=3) and base.lr_scale == {}
+    assert exp.squad_train("baseline", 3, "authors") == base  # one baseline run serves both protocols
+    shared = exp.squad_train("fast QK", 3)
+    assert shared == replace(base, lr_scale={"qk": 20.0})  # W_Q, W_K alone (the authors' SQuAD group)
+    authors = exp.squad_train("fast QK", 3, "authors")
+    assert authors.lr == pytest.approx(0.1 * base.lr) and authors.steps == round(base.steps * 100 / 70)
+    assert authors.lr_scale == {"qk": 20.0} and authors.warmup_steps == base.warmup_steps
+    with pytest.raises(ValueError, match="protocol"):
+        exp.squad_train("fast QK", 3, "adam")
+    planned = [k for k in exp.planned_runs() if k.startswith("SQuAD")]
+    assert len(planned) == 3 * len(exp.preset.squad_seeds)  # baseline once, faster QK per protocol

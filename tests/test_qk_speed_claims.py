@@ -341,6 +341,15 @@ def test_claims_table_from_hand_made_results():
     assert rows[-1].ours == "not run: offline"
     # the authors' printed final F1 (means of their five seeds) stands beside the paper's "similar F1"
     assert "final F1 0.575 -> 0.570" in rows[18].paper
+    # the authors' rate pairing adds its own two rows, judged on its own runs
+    lower = squad.copy()
+    lower.loc[lower["variant"] == "fast QK", "f1"] = 0.1
+    more = qk.claims(exp, fig2, ratio, fig3, sims, fits, sva, squad, "not run: offline", None, lower)
+    assert [(c.figure, c.verdict) for c in more[19:21]] == [
+        ("SQuAD, authors' rates", "inconclusive: higher in every seed, but by less than 0.05 on average"),
+        ("SQuAD, authors' rates", "does not hold"),
+    ]
+    assert more[:19] == rows[:19] and more[21:] == rows[19:]
 
 
 def test_a_diverged_squad_run_is_not_counted_as_a_result():

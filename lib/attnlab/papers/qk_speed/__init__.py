@@ -4,7 +4,7 @@ presets (``presets``), the experiment of its notebook (``experiment``), its clai
 
 from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed.claims import MIN_GAIN
-from attnlab.papers.qk_speed.experiment import PAPER, VARIANTS, QKSpeedExperiment, configure
+from attnlab.papers.qk_speed.experiment import PAPER, SQUAD_PROTOCOLS, VARIANTS, QKSpeedExperiment, configure
 from attnlab.papers.qk_speed.presets import (
     KINDS,
     PAPER_FIG3_FINAL,
@@ -27,6 +27,7 @@ __all__ = [
     "authors",
     "PAPER",
     "KINDS",
+    "SQUAD_PROTOCOLS",
     "VARIANTS",
     "PAPER_FIG3_FINAL",
     "CircuitSetup",

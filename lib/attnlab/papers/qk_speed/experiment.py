@@ -75,6 +75,7 @@ from attnlab.runner.params import (
 )
 from attnlab.runner.plan import PlannedRun
 from attnlab.training.cache import cached_result, result_path
+from attnlab.training.trainer import TrainConfig
 
 PAPER = "qk_speed"
 VARIANTS = ("baseline", "fast QK")  # real-data runs
@@ -86,6 +87,7 @@ _BATCHED_CODE = (*_CIRCUIT_CODE, "papers/qk_speed/batched.py")
 _GPT_CODE = ("attention.py", "model.py", "training/trainer.py", "papers/qk_speed/text_tasks.py")
 #: The SVA training protocols: the authors' momentum SGD, and this project's Adam (``SVASetup.adam_lr``).
 SVA_PROTOCOLS = ("authors", "adam")
+SQUAD_PROTOCOLS = ("shared", "authors")  # faster QK at the baseline's other rates, or the authors' pairing
 _SVA_CODE = ("attention.py", "papers/qk_speed/text_tasks.py", "papers/qk_speed/sva.py")
 
 
@@ -611,12 +613,13 @@ class QKSpeedExperiment(PaperExperiment):
                     runs[f"SVA {protocol} {variant} seed {seed}"] = PlannedRun(
                         p.model, p.model.block_size, tokens, f"sva {protocol} {variant} {seed}"
                     )
-            for seed in self.preset.squad_seeds:
-                t = q.train
-                tokens = t.steps * t.batch_size * q.model.block_size
-                runs[f"SQuAD {variant} seed {seed}"] = PlannedRun(
-                    q.model, q.model.block_size, tokens, f"squad {variant} {seed}"
-                )
+            for protocol in SQUAD_PROTOCOLS if variant == "fast QK" else SQUAD_PROTOCOLS[:1]:
+                for seed in self.preset.squad_seeds:
+                    t = self.squad_train(variant, seed, protocol)
+                    tokens = t.steps * t.batch_size * q.model.block_size
+                    runs[f"SQuAD {protocol} {variant} seed {seed}"] = PlannedRun(
+                        q.model, q.model.block_size, tokens, f"squad {protocol} {variant} {seed}"
+                    )
         return runs
 
     # SQuAD -------------------------------------------------------------------------------------------------
@@ -628,9 +631,24 @@ class QKSpeedExperiment(PaperExperiment):
         test = [e for e in examples if not e.train][: q.test_limit]
         return encode_qa(train), encode_qa(test)
 
-    def squad(self) -> pd.DataFrame:
-        """SQuAD as generative QA, baseline vs faster QK: one row per (variant, seed, test question) with F1,
-        EM, the gold answer's probability and the rollout attention mass on the answer's bytes in the
+    def squad_train(self, variant: str, seed: int, protocol: str = "shared") -> TrainConfig:
+        """The training settings of one SQuAD run: ``SquadSetup.train`` with ``seed``; faster QK multiplies
+        the rate of W_Q, W_K and their biases by ``qk_scale``, and under ``protocol="authors"`` also trains
+        everything at ``authors_rate`` x the rate for ``authors_steps`` x the steps (the authors' pairing)."""
+        if protocol not in SQUAD_PROTOCOLS:
+            raise ValueError(f"protocol must be one of {SQUAD_PROTOCOLS}, got {protocol!r}")
+        q = self.preset.squad
+        t = replace(q.train, seed=seed)
+        if variant != "fast QK":
+            return t
+        if protocol == "authors":
+            t = replace(t, lr=t.lr * q.authors_rate, steps=round(t.steps * q.authors_steps))
+        return replace(t, lr_scale=self._lr_scale(q.qk_scale, variant, ("qk",)))
+
+    def squad(self, protocol: str = "shared") -> pd.DataFrame:
+        """SQuAD as generative QA, baseline vs faster QK (``squad_train``: ``protocol`` "shared" or
+        "authors"; the baseline is the same run in both): one row per (variant, seed, test question) with
+        F1, EM, the gold answer's probability and the rollout attention mass on the answer's bytes in the
         context."""
         q = self.preset.squad
         train, test = self.squad_data()
@@ -640,7 +658,7 @@ class QKSpeedExperiment(PaperExperiment):
         frames = []
         for variant in VARIANTS:
             for seed in self.preset.squad_seeds:
-                tcfg = replace(q.train, seed=seed, lr_scale=self._lr_scale(q.qk_scale, variant, ("qk",)))
+                tcfg = self.squad_train(variant, seed, protocol)
                 config = dict(
                     model=cfg.to_dict(), train=tcfg.to_dict(), prompt_weight=q.prompt_weight, device=dev.type
                 )
@@ -696,10 +714,22 @@ class QKSpeedExperiment(PaperExperiment):
     # Claims ------------------------------------------------------------------------------------------------
 
     def claims(
-        self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain: str, sva_adam: pd.DataFrame | None = None
+        self,
+        fig2,
+        ratio,
+        fig3,
+        sims,
+        fits,
+        sva,
+        squad,
+        hatexplain: str,
+        sva_adam: pd.DataFrame | None = None,
+        squad_authors: pd.DataFrame | None = None,
     ) -> list[Claim]:
         """The claims table's rows (:func:`attnlab.papers.qk_speed.claims.claims`)."""
-        return paper_claims.claims(self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain, sva_adam)
+        return paper_claims.claims(
+            self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain, sva_adam, squad_authors
+        )
 
 
 def available_cores() -> int:
