@@ -352,6 +352,15 @@ def test_claims_table_from_hand_made_results():
     assert more[:19] == rows[:19] and more[21:] == rows[19:]
 
 
+def test_squad_attention_row_needs_faster_qk_to_have_learned():
+    squad = _real_rows()
+    squad.loc[squad["variant"] == "fast QK", ["em", "f1"]] = [False, 0.0]  # faster QK learned nothing
+    sharp, same = qk._squad(_exp(), squad)
+    assert sharp.verdict.startswith("not testable here: fast QK has not learned the task: exact match 0.000")
+    assert same.verdict == "does not hold"  # F1 0.5 -> 0: a real loss of F1
+    assert qk._squad(_exp(), _real_rows())[0].verdict == "holds"  # both learned: judged on attention
+
+
 def test_a_diverged_squad_run_is_not_counted_as_a_result():
     squad = _real_rows()
     diverged = (squad["variant"] == "fast QK") & (squad["seed"] == 1)
