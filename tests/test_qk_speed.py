@@ -417,3 +417,22 @@ def test_squad_protocols_change_only_what_they_name():
         exp.squad_train("fast QK", 3, "adam")
     planned = [k for k in exp.planned_runs() if k.startswith("SQuAD")]
     assert len(planned) == 3 * len(exp.preset.squad_seeds)  # baseline once, faster QK per protocol
+
+
+def test_a_diverged_squad_run_gives_nan_rows_and_the_others_their_scores(build, monkeypatch):
+    from attnlab.errors import TrainingDiverged
+    from attnlab.papers.qk_speed import experiment
+
+    real = experiment.train_qa
+
+    def train_qa(cfg, tcfg, data, **kw):
+        if tcfg.lr_scale:  # faster QK
+            raise TrainingDiverged("QA: loss nan at step 3")
+        return real(cfg, tcfg, data, **kw)
+
+    monkeypatch.setattr(experiment, "train_qa", train_qa)
+    frame = qk_speed.configure(scale="smoke").squad()
+    fast = frame[frame["variant"] == "fast QK"]
+    assert len(fast) and fast[["f1", "em", "true_prob", "mass"]].isna().all().all()
+    base = frame[frame["variant"] == "baseline"]
+    assert base[["f1", "em", "true_prob", "mass"]].notna().all().all()
