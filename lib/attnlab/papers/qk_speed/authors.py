@@ -238,15 +238,18 @@ SVA_TEST_LOW_MASS = {  # share of test sentences with mass on subject + verb <= 
 SVA_TRAIN_SENTENCES = 157_721
 
 
+def _mean(values: tuple[float, ...]) -> float:
+    return sum(values) / len(values)
+
+
 def sva_column(variants) -> dict[str, str]:
     """The "authors' notebook" column of the SVA summary: mean test accuracy and the mean share of test
     sentences with mass <= 0.1 on subject + verb over their five seeds ("not printed" for other variants)."""
     out = {}
     for v in variants:
         if v in SVA_TEST_ACCURACY:
-            acc, low = SVA_TEST_ACCURACY[v], SVA_TEST_LOW_MASS[v]
-            mean_acc, mean_low = sum(acc) / len(acc), 100 * sum(low) / len(low)
-            out[v] = f"test accuracy {mean_acc:.3f}, mass <= 0.1: {mean_low:.1f} %"
+            acc, low = _mean(SVA_TEST_ACCURACY[v]), 100 * _mean(SVA_TEST_LOW_MASS[v])
+            out[v] = f"test accuracy {acc:.3f}, mass <= 0.1: {low:.1f} %"
         else:
             out[v] = "not printed"
     return out
@@ -282,7 +285,6 @@ SQUAD_FINAL_EM = {
     "baseline": (0.340, 0.347, 0.390, 0.357, 0.360),
     "fast QK": (0.340, 0.367, 0.370, 0.337, 0.373),
 }
-SQUAD_TRAIN_QUESTIONS = 60_000
 
 
 def squad_column(variants) -> dict[str, str]:
@@ -291,8 +293,8 @@ def squad_column(variants) -> dict[str, str]:
     out = {}
     for v in variants:
         if v in SQUAD_FINAL_F1:
-            f1, em = SQUAD_FINAL_F1[v], SQUAD_FINAL_EM[v]
-            out[v] = f"F1 {sum(f1) / len(f1):.3f}, exact match {sum(em) / len(em):.3f} (300 dev questions)"
+            f1, em = _mean(SQUAD_FINAL_F1[v]), _mean(SQUAD_FINAL_EM[v])
+            out[v] = f"F1 {f1:.3f}, exact match {em:.3f} (300 dev questions)"
         else:
             out[v] = "not printed"
     return out

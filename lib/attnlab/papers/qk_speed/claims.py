@@ -412,12 +412,10 @@ def _real_data(
 ) -> list[Claim]:
     """The two real-data rows (sharper attention; similar score). ``gate``: when not None (a variant is not
     above chance, ``gate_scores``), both rows get it as their verdict: "not testable here"; so do both rows
-    when a run diverged (``diverged_gate``). ``sharp_gate``: the attention row's own gate (default
-    ``gate``)."""
+    when a run diverged (``diverged_gate``). ``sharp_gate``: a further gate of the attention row alone."""
     per_seed = frame.groupby(["variant", "seed"])[["mass", acc_col]].mean()
-    diverged = diverged_gate(per_seed)
-    sharp_gate = diverged or (sharp_gate if sharp_gate is not None else gate)
-    gate = diverged or gate
+    gate = diverged_gate(per_seed) or gate
+    sharp_gate = gate or sharp_gate
     base, fast = per_seed.loc["baseline"], per_seed.loc["fast QK"]
     common = base.index.intersection(fast.index)
     gain = (fast.loc[common, "mass"] - base.loc[common, "mass"]).tolist()
@@ -455,10 +453,16 @@ def _squad(exp: QKSpeedExperiment, squad: pd.DataFrame, figure: str = "SQuAD") -
     f1 = SQUAD_FINAL_F1
     base, fast = _authors_mean(f1["baseline"]), _authors_mean(f1["fast QK"])
     paper_f1 = f"similar F1 (authors' notebooks: final F1 {base} -> {fast}, 300 dev questions)"
-    gate = squad_gate(squad)
-    fast = squad_gate(squad, "fast QK")
     return _real_data(
-        exp, squad, figure, paper_f1, "AC ~12 % -> ~43 %", "f1", "F1", gate, sharp_gate=gate or fast
+        exp,
+        squad,
+        figure,
+        paper_f1,
+        "AC ~12 % -> ~43 %",
+        "f1",
+        "F1",
+        squad_gate(squad),
+        sharp_gate=squad_gate(squad, "fast QK"),
     )
 
 
