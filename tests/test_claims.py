@@ -5,38 +5,32 @@ import pytest
 
 from attnlab.runner.claims import Claim, fixed, save_table, signed, write_claims
 from attnlab.runner.report import write_report
-from attnlab.runner.verdicts import every_seed
+from attnlab.runner.claims import COLUMNS, claims_frame
+from attnlab.runner.verdicts import HOLDS, Verdict, mean_rule
 
 
-def verdict_below_zero(gaps):
-    return str(every_seed(gaps, "below"))
-
-
-def test_verdict_below_zero():
-    assert verdict_below_zero([-0.1, -0.2]) == "holds"
-    assert verdict_below_zero([-0.1]).startswith("holds: one seed")
-    assert verdict_below_zero([0.1, -0.05]) == "does not hold"
-    assert verdict_below_zero([-0.1, 0.05]).startswith("inconclusive")
-    with pytest.raises(ValueError):
-        verdict_below_zero([])
-
-
-def test_every_seed_judges_both_sides_and_carries_its_evidence():
-    v = every_seed([0.2, 0.3, 0.4], "above")
-    assert v.word == "holds" and v.n == 3 and v.null == 0.0
-    assert v.estimate == pytest.approx(0.3) and v.low < 0.3 < v.high
-    assert every_seed([0.2, 0.3], "above", null=0.5).word == "does not hold"
-    assert every_seed([float("nan"), -1.0], "below").word == "inconclusive"  # a diverged run is on no side
-
-
-def test_claims_need_a_plain_verdict():
+def test_claims_need_a_verdict():
     with pytest.raises(ValueError, match="verdict"):
         Claim("Fig. 1", "c", "p", "o", "probably")
+    with pytest.raises(ValueError, match="verdict"):
+        Claim("Fig. 1", "c", "p", "o", "holds")  # words come from a rule, never typed in
+    with pytest.raises(ValueError):
+        Verdict("holds: sort of")
+
+
+def test_a_claims_row_carries_the_word_reason_and_evidence_in_its_columns():
+    verdict = mean_rule([0.2, 0.3, 0.4], "above")
+    frame = claims_frame([Claim("Fig. 1", "c", "p", "o", verdict)])
+    assert tuple(frame.columns) == COLUMNS
+    row = frame.iloc[0]
+    assert row["verdict"] == HOLDS and row["reason"] == verdict.why and row["n"] == 3
+    assert row["estimate"] == pytest.approx(0.3) and row["low"] < 0.3 < row["high"]
+    assert row["detectable"] > 0 and row["rule"] == verdict.rule
 
 
 def test_claims_are_written_and_gathered(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
-    claim = Claim("Fig. 1", "a | b", "1", "2", "holds")
+    claim = Claim("Fig. 1", "a | b", "1", "2", Verdict(HOLDS))
     write_claims([claim], tmp_path / "cpu" / "xsa", "XSA")
     assert (tmp_path / "cpu" / "xsa" / "claims.csv").read_text().splitlines()[1].startswith("Fig. 1,a | b")
     report = write_report("cpu").read_text()
@@ -57,10 +51,10 @@ def test_report_opens_with_the_overview_and_puts_the_verdict_first(tmp_path, mon
 
     monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
     claims = [
-        Claim("Fig. 3", "XSA lowers the loss", "-0.05", "-0.02", "holds"),
-        Claim("Fig. 3", "the gap grows with size", "yes", "no", "does not hold: it shrinks"),
-        Claim("Table 2", "accuracy rises", "+1", "+0.1", "not testable here: at chance"),
-        Claim("Fig. 9", "no figure file", "", "", "inconclusive: the sign differs between seeds"),
+        Claim("Fig. 3", "XSA lowers the loss", "-0.05", "-0.02", Verdict(HOLDS)),
+        Claim("Fig. 3", "the gap grows with size", "yes", "no", Verdict("does not hold", "it shrinks")),
+        Claim("Table 2", "accuracy rises", "+1", "+0.1", Verdict("not testable here", "at chance")),
+        Claim("Fig. 9", "no figure file", "", "", Verdict("inconclusive", "the interval contains the null")),
     ]
     folder = tmp_path / "cpu" / "xsa"
     write_claims(claims, folder, "XSA")
@@ -70,7 +64,7 @@ def test_report_opens_with_the_overview_and_puts_the_verdict_first(tmp_path, mon
     text = report.write_report("cpu").read_text()
     assert text.index("## Overview") < text.index("## xsa")
     assert (
-        "| **does not hold** | [Fig. 3](xsa/fig3_loss.png) | the gap grows with size | no | it shrinks |"
+        "| **does not hold** | [Fig. 3](xsa/fig3_loss.png) | the gap grows with size | no | it shrinks |  |  |"
         in text
     )
     assert "| **not testable here** | Table 2 |" in text and "xsa--seeds" not in text
@@ -80,13 +74,13 @@ def test_report_opens_with_the_overview_and_puts_the_verdict_first(tmp_path, mon
     assert "[4 claims](figures/cpu/xsa/claims.md)" in readme.read_text() and "rest" in readme.read_text()
 
 
-def test_verdict_words_are_read_longest_first():
+def test_a_report_accepts_only_the_four_words():
     from attnlab.runner.report import verdict_word
 
-    assert verdict_word("does not hold: x") == "does not hold"
-    assert verdict_word("holds") == "holds"
-    with pytest.raises(ValueError):
-        verdict_word("maybe")
+    assert verdict_word("does not hold") == "does not hold"
+    for text in ("maybe", "holds: the 95% interval excludes the null", "does not hold: in none of 8"):
+        with pytest.raises(ValueError):
+            verdict_word(text)
 
 
 def test_printed_zeros_carry_no_sign():

@@ -236,8 +236,9 @@ def test_a_failing_cell_is_summarised(tmp_path):
 
 def test_smoke_claims_say_they_judge_nothing(tmp_path, capsys):
     from attnlab.runner.claims import SMOKE_NOTE, Claim, write_claims
+    from attnlab.runner.verdicts import HOLDS, Verdict
 
-    claim = Claim("Fig. 1", "a claim", "1", "2", "holds")
+    claim = Claim("Fig. 1", "a claim", "1", "2", Verdict(HOLDS))
     write_claims([claim], tmp_path / "smoke" / "xsa", "XSA")
     write_claims([claim], tmp_path / "cpu" / "xsa", "XSA")
     assert SMOKE_NOTE in (tmp_path / "smoke" / "xsa" / "claims.md").read_text()

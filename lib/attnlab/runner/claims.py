@@ -4,7 +4,7 @@ result tables (``attnlab.runner.report`` gathers them into ``figures/<scale>/REP
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -12,31 +12,37 @@ import pandas as pd
 from attnlab.runner.verdicts import VERDICTS, Verdict
 
 
+#: The columns of every claims table, in order (``docs/verdicts.md`` says what each means).
+COLUMNS = (
+    "figure", "claim", "paper", "ours", "verdict", "reason", "estimate", "low", "high", "n", "null", "margin",
+    "detectable", "rule",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Claim:
-    """One row of a claims table. ``verdict`` is a :class:`~attnlab.runner.verdicts.Verdict` (its evidence
-    fills the estimate, interval, n and null columns) or a plain string starting with one of ``VERDICTS``."""
+    """One row of a claims table: the paper's claim and number, ours, and the
+    :class:`~attnlab.runner.verdicts.Verdict` judged by one of :mod:`attnlab.runner.verdicts`' rules (its word,
+    reason and evidence fill the other columns)."""
 
     figure: str  # e.g. "Fig. 3"
     claim: str  # the paper's claim, in a sentence
     paper: str  # the paper's number(s)
     ours: str  # what this run measured
-    verdict: str | Verdict  # stored as its string, "word: why"
-    estimate: float = math.nan  # the evidence, from a Verdict: the estimate and its 95% interval,
-    low: float = math.nan
-    high: float = math.nan
-    n: int | None = None  # how many values (seeds, windows) it rests on,
-    null: float = math.nan  # and the null or control value it was judged against
+    verdict: Verdict
 
     def __post_init__(self) -> None:
-        if isinstance(self.verdict, Verdict):
-            v = self.verdict
-            for name in ("estimate", "low", "high", "null"):
-                object.__setattr__(self, name, getattr(v, name))
-            object.__setattr__(self, "n", v.n or None)
-            object.__setattr__(self, "verdict", str(v))
-        if not self.verdict.startswith(VERDICTS):
-            raise ValueError(f"verdict must start with one of {VERDICTS}; got {self.verdict!r}")
+        if not isinstance(self.verdict, Verdict):
+            raise ValueError(f"a claim's verdict must be a Verdict (one of {VERDICTS}); got {self.verdict!r}")
+
+    def row(self) -> dict[str, object]:
+        """The claims-table row: the texts, then the verdict's word, reason and evidence."""
+        v = self.verdict
+        return {
+            "figure": self.figure, "claim": self.claim, "paper": self.paper, "ours": self.ours,
+            "verdict": v.word, "reason": v.why, "estimate": v.estimate, "low": v.low, "high": v.high,
+            "n": v.n or None, "null": v.null, "margin": v.margin, "detectable": v.detectable, "rule": v.rule,
+        }  # fmt: skip
 
 
 def rounded(frame: pd.DataFrame | pd.Series, decimals: int) -> pd.DataFrame | pd.Series:
@@ -64,7 +70,7 @@ def signed(value: float, decimals: int) -> str:
 
 
 def claims_frame(claims: list[Claim]) -> pd.DataFrame:
-    return pd.DataFrame([asdict(c) for c in claims])
+    return pd.DataFrame([c.row() for c in claims], columns=list(COLUMNS)).astype({"n": "Int64"})
 
 
 def _cell(value: object) -> str:

@@ -33,11 +33,10 @@ def paper_folders(scale: str) -> list[Path]:
 
 
 def verdict_word(verdict: str) -> str:
-    """The verdict word a claims row's verdict text starts with."""
-    for word in sorted(VERDICTS, key=len, reverse=True):  # "does not hold" before "holds"
-        if verdict.startswith(word):
-            return word
-    raise ValueError(f"not a verdict: {verdict!r}")
+    """A claims row's verdict, which must be one of the four words."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"not a verdict: {verdict!r} (one of {VERDICTS})")
+    return verdict
 
 
 def figure_file(folder: Path, figure: str) -> str | None:
@@ -67,22 +66,34 @@ def _cell(text: object) -> str:
     return "" if pd.isna(text) else str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _evidence(row: pd.Series) -> str:
+    """``estimate [low, high] (n = n)`` of a claims row, as far as it has them."""
+    if pd.isna(row["estimate"]):
+        return ""
+    text = f"{row['estimate']:.4g}"
+    if not (pd.isna(row["low"]) or pd.isna(row["high"])):
+        text += f" [{row['low']:.4g}, {row['high']:.4g}]"
+    return text + (f" (n = {int(row['n'])})" if not pd.isna(row["n"]) else "")
+
+
 def claims_section(folder: Path) -> str:
-    """One paper's claims, verdict first: verdict | figure (linked) | claim | ours | why."""
+    """One paper's claims, verdict first: verdict | figure (linked) | claim | ours | reason | evidence |
+    detectable effect."""
     frame = pd.read_csv(folder / "claims.csv")
     title = (folder / "claims.md").read_text().splitlines()[0].removeprefix("# ")
     lines = [
         f"## {folder.name}: {title}",
         "",
-        "| verdict | figure | claim | ours | why |",
-        "|---|---|---|---|---|",
+        "| verdict | figure | claim | ours | reason | estimate [95% interval] | detectable |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for row in frame.itertuples():
-        word = verdict_word(row.verdict)
-        why = row.verdict[len(word) :].lstrip(": ")
-        image = figure_file(folder, str(row.figure))
-        figure = f"[{row.figure}]({folder.name}/{image})" if image else _cell(row.figure)
-        lines.append(f"| **{word}** | {figure} | {_cell(row.claim)} | {_cell(row.ours)} | {_cell(why)} |")
+    for _, row in frame.iterrows():
+        word = verdict_word(row["verdict"])
+        image = figure_file(folder, str(row["figure"]))
+        figure = f"[{row['figure']}]({folder.name}/{image})" if image else _cell(row["figure"])
+        detectable = "" if pd.isna(row["detectable"]) else f"{row['detectable']:.3g}"
+        cells = [_cell(row["claim"]), _cell(row["ours"]), _cell(row["reason"]), _evidence(row), detectable]
+        lines.append(f"| **{word}** | {figure} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

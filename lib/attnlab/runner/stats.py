@@ -1,4 +1,5 @@
-"""Mean-and-spread summaries: the one place where seeds become an estimate with a 95% interval."""
+"""Mean-and-spread summaries: the one place where seeds become an estimate with an interval (Student's t for
+means, Wilson's score interval for shares)."""
 
 from __future__ import annotations
 
@@ -6,29 +7,25 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
-# Two-sided 95% quantiles of Student's t by degrees of freedom (1-30 exact to 3 decimals, then 40, 60, 120).
-_T95 = {
-    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-    11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
-    20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048,
-    29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980,
-}  # fmt: skip
+from scipy import stats as scipy_stats
+
+LEVEL = 0.95  # every interval this project prints is two-sided 95% unless a rule says otherwise
 
 
-def t95(df: int) -> float:
-    """The two-sided 95% quantile of Student's t with ``df`` degrees of freedom (linear in 1/df between the
-    tabulated points, 1.96 in the limit)."""
+@cache
+def t_quantile(q: float, df: int) -> float:
+    """The ``q`` quantile of Student's t with ``df`` degrees of freedom (e.g. ``t_quantile(0.975, 4)`` = 2.776)."""
     if df < 1:
-        raise ValueError(f"t95() needs df >= 1, got {df}")
-    if df in _T95:
-        return _T95[df]
-    known = sorted(_T95) + [math.inf]
-    hi = next(k for k in known if k > df)
-    lo = max(k for k in known if k < df)
-    q_lo, q_hi = _T95[lo], _T95.get(hi, 1.959964)
-    w = (1 / lo - 1 / df) / (1 / lo - (0 if hi == math.inf else 1 / hi))
-    return q_lo + w * (q_hi - q_lo)
+        raise ValueError(f"t_quantile() needs df >= 1, got {df}")
+    return float(scipy_stats.t.ppf(q, df))
+
+
+@cache
+def z_quantile(q: float) -> float:
+    """The ``q`` quantile of the standard normal (``z_quantile(0.975)`` = 1.960)."""
+    return float(scipy_stats.norm.ppf(q))
 
 
 @dataclass(frozen=True)
@@ -43,9 +40,9 @@ class Estimate:
     sd: float
 
 
-def mean_interval(values: Sequence[float]) -> Estimate:
-    """Mean and 95% interval of ``values`` by Student's t (the seeds are few: a normal interval would be too
-    narrow). Raises ValueError on no values or a non-finite one."""
+def mean_interval(values: Sequence[float], level: float = LEVEL) -> Estimate:
+    """Mean and two-sided ``level`` interval of ``values`` by Student's t (the seeds are few: a normal interval
+    would be too narrow). Raises ValueError on no values or a non-finite one."""
     xs = [float(v) for v in values]
     if not xs:
         raise ValueError("mean_interval() needs at least one value")
@@ -55,7 +52,7 @@ def mean_interval(values: Sequence[float]) -> Estimate:
     if len(xs) < 2:
         return Estimate(mean, math.nan, math.nan, 1, math.nan)
     sd = statistics.stdev(xs)
-    half = t95(len(xs) - 1) * sd / math.sqrt(len(xs))
+    half = t_quantile(0.5 + level / 2, len(xs) - 1) * sd / math.sqrt(len(xs))
     return Estimate(mean, mean - half, mean + half, len(xs), sd)
 
 
@@ -68,12 +65,13 @@ def estimate(values: Sequence[float]) -> Estimate:
     return Estimate(statistics.fmean(xs), math.nan, math.nan, len(xs), math.nan)
 
 
-def binomial_interval(successes: int, n: int) -> Estimate:
-    """A proportion ``successes / n`` with its 95% Wilson score interval (sound at 0 and 1 and for small n,
-    unlike the normal interval). ``sd`` is the binomial standard error sqrt(p (1 - p) / n)."""
+def binomial_interval(successes: int, n: int, level: float = LEVEL) -> Estimate:
+    """A proportion ``successes / n`` with its two-sided ``level`` Wilson score interval (sound at 0 and 1 and
+    for small n, unlike the normal interval; it never leaves [0, 1]). ``sd`` is the binomial standard error
+    sqrt(p (1 - p) / n)."""
     if n < 1 or not 0 <= successes <= n:
         raise ValueError(f"binomial_interval() needs 0 <= successes <= n and n >= 1; got {successes}, {n}")
-    z = 1.959964
+    z = z_quantile(0.5 + level / 2)
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)

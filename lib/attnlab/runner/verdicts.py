@@ -1,33 +1,64 @@
-"""Verdicts as values: a :class:`Verdict` is the plain word (``holds``, ``does not hold``, ``inconclusive``,
-``not testable here``) with its reason and the evidence a claims row shows beside it (estimate, 95% interval,
-n, the null it was judged against). Each paper's ``claims`` module computes its verdicts with named functions
-of numbers that return one. Shared rules: :func:`every_seed` (the sign of every seed),
-:func:`interval_excludes` (a 95% interval over seeds or windows that must exclude the null) and
-:func:`above_chance` (the gate a model must pass before its accuracy can support or refute anything).
+"""The one decision rule every claims table uses (stated in ``docs/verdicts.md``, calibrated by
+:mod:`attnlab.runner.calibration`).
+
+A :class:`Verdict` is one of four words with its reason and the evidence a claims row shows beside it: the
+estimate, its interval, n, the null it was judged against, the margin (for equivalence claims), the smallest
+effect the test could have detected, and the rule's name. The words mean:
+
+- **holds**: the 95% interval excludes the null on the claimed side (and clears the claim's smallest effect
+  of interest, where it states one);
+- **does not hold**: the interval lies on the opposite side of the null, or, for a claim of an effect, inside
+  an equivalence margin fixed before the run;
+- **inconclusive**: neither, with the reason (the mean on the other side, the interval containing the null)
+  and the effect the test could have detected;
+- **not testable here**: degenerate evidence (fewer than two independent units, zero spread from a floor or
+  ceiling, a non-finite value from a diverged run, too few or too close x values for a trend), or a model that
+  learned nothing (:func:`above_chance` and the papers' own gates).
+
+The rules, one per kind of claim: :func:`mean_rule` (a mean against a null), :func:`paired_rule` (differences
+of two conditions paired by name: seed, window), :func:`equivalence_rule` ("similar", "nearly constant", "at no
+cost": two one-sided tests against a margin stated before the run), :func:`slope_rule` (a trend: one slope per
+unit, then the mean rule), :func:`share_rule` (a fraction of heads or layers against a threshold, Wilson
+interval), :func:`every_unit` ("in every layer": an intersection-union test), :func:`exact_rule` (a
+deterministic quantity against a bound: an identity up to rounding).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from attnlab.runner.stats import binomial_interval, estimate
+import numpy as np
+
+from attnlab.runner.stats import LEVEL, binomial_interval, mean_interval, t_quantile, z_quantile
 
 HOLDS = "holds"
 DOES_NOT_HOLD = "does not hold"
 INCONCLUSIVE = "inconclusive"
 NOT_TESTABLE = "not testable here"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE)
+POWER = 0.80  # the detectable effect: the smallest true effect a rule calls "holds" this often
 
 Side = Literal["above", "below"]
+
+# Rule names, as the claims tables' ``rule`` column prints them.
+MEAN = "mean: 95% t interval vs null"
+PAIRED = "paired by name: 95% t interval of the differences vs null"
+EQUIVALENCE = "equivalence: 95% t interval inside +-margin (two one-sided tests)"
+SLOPE = "slope per unit, then 95% t interval vs null"
+SHARE = "share: 95% Wilson interval vs threshold"
+EVERY = "every unit: each 95% interval clears the null; one refutes at 95%/k"
+EXACT = "exact: a deterministic value vs a fixed bound"
+GATE = "gate: the model must beat its trivial baseline"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A verdict word, why, and the evidence: the estimate, its 95% interval, how many values it rests on and
-    the null or control it was judged against."""
+    """A verdict word, why, and the evidence: the estimate, its 95% interval, how many independent units it
+    rests on, the null (or threshold) it was judged against, the equivalence margin where the claim has one,
+    the smallest effect (distance from the null) the test detects with 80% power, and the rule's name."""
 
     word: str
     why: str = ""
@@ -36,6 +67,9 @@ class Verdict:
     high: float = math.nan
     n: int = 0
     null: float = math.nan
+    margin: float = math.nan
+    detectable: float = math.nan
+    rule: str = ""
 
     def __post_init__(self) -> None:
         if self.word not in VERDICTS:
@@ -45,42 +79,248 @@ class Verdict:
         return f"{self.word}: {self.why}" if self.why else self.word
 
 
-def every_seed(values: Sequence[float], side: Side, null: float = 0.0) -> Verdict:
-    """The claim "the quantity lies ``side`` ``null``", from one value per seed (e.g. a paired difference):
-    holds when every value does (with one value: "holds: one seed only, no spread"), does not hold when their
-    mean does not, otherwise inconclusive ("the sign differs between seeds"). A non-finite value (a diverged
-    run) never lies on either side. Evidence: the mean and its 95% interval (:func:`stats.estimate`), n and
-    ``null``."""
-    if len(values) == 0:
-        raise ValueError("no values to judge")
-    est = estimate(values)
-    evidence = (est.mean, est.low, est.high, est.n, null)
-    if all((v > null) if side == "above" else (v < null) for v in values):
-        return Verdict(HOLDS, "" if len(values) > 1 else "one seed only, no spread", *evidence)
-    mean = sum(values) / len(values)
-    if (mean <= null) if side == "above" else (mean >= null):
-        return Verdict(DOES_NOT_HOLD, "", *evidence)
-    return Verdict(INCONCLUSIVE, "the sign differs between seeds", *evidence)
+def not_testable(why: str, **evidence: float | int | str) -> Verdict:
+    """A "not testable here" verdict with ``why`` and whatever evidence there is."""
+    return Verdict(NOT_TESTABLE, why, **evidence)  # type: ignore[arg-type]
 
 
-def interval_excludes(values: Sequence[float], side: Side, null: float = 0.0) -> Verdict:
-    """The claim "the quantity lies ``side`` ``null``", from one value per seed or window (e.g. paired
-    differences XSA minus SA): holds only when the 95% interval of the mean (Student's t) lies entirely on
-    that side; does not hold when it lies entirely on the other side or the mean is on the other side; else
-    inconclusive. Fewer than two values, or a non-finite one, give no interval: inconclusive, said so."""
-    if len(values) == 0:
+def _toward(x: float, side: Side, null: float) -> float:
+    """``x`` measured from ``null`` towards the claimed side (positive: on the claimed side)."""
+    return (x - null) if side == "above" else (null - x)
+
+
+def _degenerate(xs: list[float]) -> str:
+    """Why values cannot carry an interval, or "" when they can."""
+    if not all(math.isfinite(x) for x in xs):
+        return "a run diverged: a value is not finite"
+    if len(xs) < 2:
+        return "one unit only, no interval"
+    if max(xs) == min(xs):
+        return f"no spread between the {len(xs)} units (a floor or ceiling)"
+    return ""
+
+
+def mean_rule(
+    values: Sequence[float],
+    side: Side,
+    null: float = 0.0,
+    *,
+    smallest: float = 0.0,
+    margin: float = math.nan,
+) -> Verdict:
+    """The claim "the mean lies ``side`` ``null``", from one value per independent unit (seed, window, item).
+
+    holds: the 95% t interval lies on the claimed side of ``null`` by more than ``smallest`` (the claim's
+    smallest effect of interest; 0 by default). does not hold: the interval lies entirely on the other side,
+    or inside ``null`` +- ``margin`` (an equivalence margin fixed before the run; none by default).
+    inconclusive otherwise. not testable here: fewer than two values, zero spread, or a non-finite value.
+    ``detectable``: ``smallest`` + (t_.975 + t_.80) s / sqrt(n), the true effect the rule calls "holds" with
+    80% power."""
+    xs = [float(v) for v in values]
+    if not xs:
         raise ValueError("no values to judge")
-    est = estimate(values)
-    evidence = (est.mean, est.low, est.high, est.n, null)
-    if not (math.isfinite(est.low) and math.isfinite(est.high)):
-        why = "one value only, no interval" if len(values) < 2 else "a run diverged, no interval"
-        return Verdict(INCONCLUSIVE, why, *evidence)
-    above, below = est.low > null, est.high < null
-    if (above and side == "above") or (below and side == "below"):
-        return Verdict(HOLDS, "the 95% interval excludes the null", *evidence)
-    if above or below or ((est.mean <= null) if side == "above" else (est.mean >= null)):
-        return Verdict(DOES_NOT_HOLD, "", *evidence)
-    return Verdict(INCONCLUSIVE, "the 95% interval contains the null", *evidence)
+    if smallest < 0 or margin < 0:
+        raise ValueError(f"smallest and margin must be >= 0; got {smallest}, {margin}")
+    degenerate = _degenerate(xs)
+    mean = float(np.mean(xs))
+    if degenerate:
+        return Verdict(NOT_TESTABLE, degenerate, mean, n=len(xs), null=null, margin=margin, rule=MEAN)
+    est = mean_interval(xs)
+    df = est.n - 1
+    detectable = smallest + (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(POWER, df)) * est.sd / math.sqrt(est.n)
+    evidence = {
+        "estimate": est.mean, "low": est.low, "high": est.high, "n": est.n, "null": null, "margin": margin,
+        "detectable": detectable, "rule": MEAN,
+    }  # fmt: skip
+    near, far = sorted((_toward(est.low, side, null), _toward(est.high, side, null)))
+    if near > smallest:
+        extra = f" by more than the smallest effect of interest {smallest:g}" if smallest else ""
+        return Verdict(HOLDS, f"the 95% interval excludes the null{extra}", **evidence)
+    if far < 0:
+        return Verdict(DOES_NOT_HOLD, "the 95% interval lies on the other side of the null", **evidence)
+    if math.isfinite(margin) and -margin < near and far < margin:
+        return Verdict(DOES_NOT_HOLD, f"the 95% interval lies inside the margin +-{margin:g}", **evidence)
+    if _toward(est.mean, side, null) <= 0:
+        why = "the mean lies on the other side of the null, the 95% interval contains it"
+    elif near > 0:
+        why = f"the 95% interval excludes the null but not the smallest effect of interest {smallest:g}"
+    else:
+        why = "the 95% interval contains the null"
+    return Verdict(INCONCLUSIVE, f"{why}; detectable effect {detectable:.3g}", **evidence)
+
+
+def paired(a: Mapping[Hashable, float], b: Mapping[Hashable, float]) -> list[float]:
+    """``a[k] - b[k]`` for every name ``k`` (seed, window), in ``a``'s order. Pairs by name, never by
+    position: names in one mapping only are an error."""
+    if set(a) != set(b):
+        only = sorted(map(str, set(a) ^ set(b)))
+        raise ValueError(f"paired(): the conditions do not share their units; only in one: {only}")
+    return [float(a[k]) - float(b[k]) for k in a]
+
+
+def paired_rule(
+    a: Mapping[Hashable, float],
+    b: Mapping[Hashable, float],
+    side: Side,
+    null: float = 0.0,
+    *,
+    smallest: float = 0.0,
+    margin: float = math.nan,
+) -> Verdict:
+    """The claim "``a`` - ``b`` lies ``side`` ``null``", from two conditions measured on the same units
+    (``{seed: value}``), paired by name (:func:`paired`) and judged by :func:`mean_rule`."""
+    verdict = mean_rule(paired(a, b), side, null, smallest=smallest, margin=margin)
+    return replace(verdict, rule=PAIRED)
+
+
+def equivalence_rule(values: Sequence[float], margin: float, null: float = 0.0) -> Verdict:
+    """An equivalence claim ("similar", "nearly constant", "at no cost"): the mean of ``values`` (one per unit,
+    e.g. paired differences) lies within ``null`` +- ``margin``, a margin stated with the claim before the run
+    (never derived from the variants' own spread).
+
+    Two one-sided tests on the 95% interval: holds when it lies inside the margin; does not hold when it lies
+    entirely outside it; otherwise inconclusive. not testable here as for :func:`mean_rule`. ``detectable``:
+    the narrowest margin the test confirms with 80% power when the true difference is exactly ``null``,
+    (t_.975 + t_.90) s / sqrt(n)."""
+    if not margin > 0:
+        raise ValueError(f"an equivalence claim needs a margin > 0; got {margin}")
+    xs = [float(v) for v in values]
+    if not xs:
+        raise ValueError("no values to judge")
+    degenerate = _degenerate(xs)
+    if degenerate:
+        return Verdict(NOT_TESTABLE, degenerate, float(np.mean(xs)), n=len(xs), null=null, margin=margin,
+                       rule=EQUIVALENCE)  # fmt: skip
+    est = mean_interval(xs)
+    df = est.n - 1
+    detectable = (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(1 - (1 - POWER) / 2, df)) * est.sd / math.sqrt(est.n)
+    evidence = {
+        "estimate": est.mean, "low": est.low, "high": est.high, "n": est.n, "null": null, "margin": margin,
+        "detectable": detectable, "rule": EQUIVALENCE,
+    }  # fmt: skip
+    if null - margin < est.low and est.high < null + margin:
+        return Verdict(HOLDS, f"the 95% interval lies inside the margin +-{margin:g}", **evidence)
+    if est.low > null + margin or est.high < null - margin:
+        return Verdict(DOES_NOT_HOLD, f"the 95% interval lies outside the margin +-{margin:g}", **evidence)
+    why = f"the 95% interval reaches past the margin +-{margin:g}; the test confirms margins from {detectable:.3g}"
+    return Verdict(INCONCLUSIVE, why, **evidence)
+
+
+def slopes(x: Sequence[float], ys_by_unit: Mapping[Hashable, Sequence[float]]) -> dict[Hashable, float]:
+    """The least-squares slope of each unit's ``ys`` against ``x`` (NaN where a y is not finite)."""
+    xs = np.asarray(x, float)
+    out = {}
+    for unit, ys in ys_by_unit.items():
+        y = np.asarray(ys, float)
+        if y.shape != xs.shape:
+            raise ValueError(f"slopes(): unit {unit!r} has {len(y)} values for {len(xs)} x values")
+        out[unit] = float(np.polyfit(xs, y, 1)[0]) if np.isfinite(y).all() else math.nan
+    return out
+
+
+def slope_rule(
+    x: Sequence[float],
+    ys_by_unit: Mapping[Hashable, Sequence[float]],
+    side: Side,
+    null: float = 0.0,
+    *,
+    min_points: int = 3,
+    min_ratio: float | None = None,
+    smallest: float = 0.0,
+    margin: float = math.nan,
+) -> Verdict:
+    """A trend claim ("grows with depth", "widens with length"): one least-squares slope of y against ``x``
+    per unit (seed), judged by :func:`mean_rule` (the evidence is the mean slope per unit of ``x``). not
+    testable here with fewer than ``min_points`` distinct x values, or, given ``min_ratio``, when max(x) /
+    min(x) is below it (a size range too narrow to carry a trend)."""
+    xs = np.asarray(x, float)
+    distinct = len(np.unique(xs))
+    if distinct < min_points:
+        return not_testable(f"{distinct} distinct x values; a trend needs {min_points}", n=len(ys_by_unit),
+                            null=null, rule=SLOPE)  # fmt: skip
+    if min_ratio is not None and xs.max() / xs.min() < min_ratio:
+        ratio = float(xs.max() / xs.min())
+        return not_testable(f"x spans {ratio:.3g}x; a trend needs {min_ratio:g}x", n=len(ys_by_unit),
+                            null=null, rule=SLOPE)  # fmt: skip
+    per_unit = list(slopes(xs, ys_by_unit).values())
+    return replace(mean_rule(per_unit, side, null, smallest=smallest, margin=margin), rule=SLOPE)
+
+
+def share_rule(successes: int, n: int, threshold: float, side: Side = "above") -> Verdict:
+    """A share claim ("the majority of heads are convex", "most layers"): the share ``successes / n`` with its
+    95% Wilson interval against ``threshold``. holds: the interval lies on the claimed side; does not hold: on
+    the other; inconclusive otherwise. not testable here with no units. ``detectable``: (z_.975 + z_.80)
+    sqrt(t (1 - t) / n) at the threshold t (3 / n, the rule of three, at t = 0 or 1)."""
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"a share's threshold lies in [0, 1]; got {threshold}")
+    if n < 1:
+        return not_testable("no units to count", n=0, null=threshold, rule=SHARE)
+    est = binomial_interval(successes, n)
+    spread = threshold * (1 - threshold)
+    detectable = (z_quantile(0.5 + LEVEL / 2) + z_quantile(POWER)) * math.sqrt(spread / n) if spread else 3 / n
+    evidence = {
+        "estimate": est.mean, "low": est.low, "high": est.high, "n": n, "null": threshold,
+        "detectable": detectable, "rule": SHARE,
+    }  # fmt: skip
+    near, far = sorted((_toward(est.low, side, threshold), _toward(est.high, side, threshold)))
+    if near > 0:
+        return Verdict(HOLDS, "the 95% interval excludes the threshold", **evidence)
+    if far < 0:
+        return Verdict(DOES_NOT_HOLD, "the 95% interval lies on the other side of the threshold", **evidence)
+    return Verdict(INCONCLUSIVE, f"the 95% interval contains the threshold; detectable {detectable:.3g}", **evidence)
+
+
+def every_unit(values_by_unit: Mapping[Hashable, Sequence[float]], side: Side, null: float = 0.0) -> Verdict:
+    """A claim about every unit ("above zero in every layer", "at every learning rate"), from several values
+    per unit (one per seed). An intersection-union test: holds when every unit's 95% interval lies on the
+    claimed side; does not hold when some unit's interval at 1 - 0.05/k (k units, Bonferroni) lies on the other
+    side, so a true claim is refuted at most 5% of the time; not testable when a unit is and nothing refutes;
+    otherwise inconclusive, naming the open units. Evidence: the unit whose interval reaches least far
+    towards the claimed side (its mean and 95% interval), n = units."""
+    if not values_by_unit:
+        raise ValueError("no units to judge")
+    k = len(values_by_unit)
+    verdicts = {u: mean_rule(v, side, null) for u, v in values_by_unit.items()}
+    refuted = []
+    for unit, values in values_by_unit.items():
+        if verdicts[unit].word == NOT_TESTABLE:
+            continue
+        est = mean_interval(values, level=1 - (1 - LEVEL) / k)
+        if max(_toward(est.low, side, null), _toward(est.high, side, null)) < 0:
+            refuted.append(unit)
+    testable = [v for v in verdicts.values() if v.word != NOT_TESTABLE]
+    if testable:
+        worst_unit = min((u for u in verdicts if verdicts[u].word != NOT_TESTABLE),
+                         key=lambda u: min(_toward(verdicts[u].low, side, null), _toward(verdicts[u].high, side, null)))  # fmt: skip
+        w = verdicts[worst_unit]
+        evidence = {"estimate": w.estimate, "low": w.low, "high": w.high, "detectable": w.detectable}
+    else:
+        worst_unit, evidence = None, {}
+    evidence |= {"n": k, "null": null, "rule": EVERY}
+    names = lambda units: ", ".join(map(str, units))  # noqa: E731
+    if refuted:
+        return Verdict(DOES_NOT_HOLD, f"the interval lies on the other side of the null at {names(refuted)}",
+                       **evidence)  # fmt: skip
+    untestable = [u for u, v in verdicts.items() if v.word == NOT_TESTABLE]
+    if untestable:
+        why = f"not testable at {names(untestable)} ({verdicts[untestable[0]].why})"
+        return Verdict(NOT_TESTABLE, why, **evidence)
+    open_units = [u for u, v in verdicts.items() if v.word != HOLDS]
+    if not open_units:
+        return Verdict(HOLDS, f"every unit's 95% interval excludes the null (weakest: {worst_unit})", **evidence)
+    return Verdict(INCONCLUSIVE, f"the 95% interval contains the null at {names(open_units)}", **evidence)
+
+
+def exact_rule(value: float, bound: float, side: Side, *, n: int, what: str = "the value") -> Verdict:
+    """A deterministic quantity (an algebraic identity up to rounding, a count) against a fixed bound: holds
+    when ``value`` lies on ``side`` of ``bound``, does not hold otherwise; not testable when it is not a
+    number. No sampling, so no interval: use it only where reruns give the same value."""
+    if not math.isfinite(value):
+        return not_testable(f"{what} is not a number", n=n, null=bound, rule=EXACT)
+    holds = _toward(value, side, bound) > 0
+    word, rel = (HOLDS, side) if holds else (DOES_NOT_HOLD, "below" if side == "above" else "above")
+    why = f"{what} {value:.3g} lies {rel} the bound {bound:g}" if holds else f"{what} {value:.3g} is not {side} {bound:g}"
+    return Verdict(word, why, value, n=n, null=bound, rule=EXACT)
 
 
 def above_chance(correct: int, n: int, chance: float) -> Verdict | None:
@@ -95,4 +335,14 @@ def above_chance(correct: int, n: int, chance: float) -> Verdict | None:
         return None
     interval = f"95% interval {est.low:.3f}-{est.high:.3f}"
     why = f"accuracy {est.mean:.3f} ({interval}) is not above chance {chance:.3f}"
-    return Verdict(NOT_TESTABLE, why, est.mean, est.low, est.high, n, chance)
+    return Verdict(NOT_TESTABLE, why, est.mean, est.low, est.high, n, chance, rule=GATE)
+
+
+def gated(gate: Verdict | None, verdict: Verdict, who: str = "") -> Verdict:
+    """``verdict``, unless a gate failed (``gate`` is a "not testable here" verdict): then the gate, its reason
+    prefixed with ``who`` (e.g. "SA: accuracy ... is not above chance")."""
+    if gate is None:
+        return verdict
+    if gate.word != NOT_TESTABLE:
+        raise ValueError(f"a gate is None or not testable; got {gate.word!r}")
+    return replace(gate, why=f"{who}: {gate.why}" if who else gate.why)

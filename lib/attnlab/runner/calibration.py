@@ -1,0 +1,174 @@
+"""How often each rule of :mod:`attnlab.runner.verdicts` says each word when the truth is known: simulated
+data under a true null, a true effect and a true equivalence, at the sample sizes the notebooks use.
+
+The two errors a reader cares about, each at most 5 % by design (plus Monte Carlo error):
+
+- a false "holds": the claim is false, at its least favourable point (the true effect exactly at the null, or,
+  for an equivalence claim, exactly at the margin);
+- a false "does not hold": the claim is true, at its least favourable point (the true effect just on the claimed
+  side of the null, or, for an equivalence claim, just inside the margin), where the limit is the same boundary.
+
+The power rows check the detectable effect each row prints: at a true effect of that size, "holds" comes out
+about 80 % of the time. ``python -m attnlab.runner.calibration --write docs/verdicts.md`` rewrites the table in
+the docs (between its markers); a test keeps the two equal and checks the bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from attnlab.runner import verdicts as v
+from attnlab.runner.stats import LEVEL, t_quantile
+
+SIMULATIONS = 4000
+SEED = 20261202
+ERROR_BOUND = 0.05  # the largest false "holds" or false "does not hold" rate a rule may have
+TABLE_START = "<!-- calibration:start (python -m attnlab.runner.calibration --write docs/verdicts.md) -->"
+TABLE_END = "<!-- calibration:end -->"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One simulated truth: ``draw(rng)`` returns one verdict on fresh data. ``errors`` names the words whose
+    rate is bounded by ``ERROR_BOUND`` here (at a boundary both "holds" and "does not hold" are: the claim is
+    false on one side of it and true on the other); none for a power row, whose "holds" rate is its power."""
+
+    rule: str
+    truth: str
+    errors: tuple[str, ...]
+    draw: Callable[[np.random.Generator], v.Verdict]
+
+
+def _detectable(n: int, sd: float = 1.0) -> float:
+    """The mean rule's detectable effect at the true spread: (t_.975 + t_.80) sd / sqrt(n)."""
+    return (t_quantile(0.5 + LEVEL / 2, n - 1) + t_quantile(v.POWER, n - 1)) * sd / math.sqrt(n)
+
+
+def scenarios() -> list[Scenario]:
+    """The simulated truths: for each rule, its false-holds and false-does-not-hold boundaries and a power
+    row, at the unit counts the notebooks use (3-10 seeds, 32 windows, 270 heads, 8 layers)."""
+    out = []
+    for n in (3, 5, 10, 32):
+        out += [
+            Scenario(f"mean (n={n})", "effect = null", (v.HOLDS, v.DOES_NOT_HOLD),
+                     lambda r, n=n: v.mean_rule(r.normal(0.0, 1.0, n), "above")),
+            Scenario(f"mean (n={n})", "effect = detectable", (),
+                     lambda r, n=n: v.mean_rule(r.normal(_detectable(n), 1.0, n), "above")),
+        ]  # fmt: skip
+
+    def pairs(r: np.random.Generator, n: int, diff: float) -> v.Verdict:
+        seed_effect = r.normal(0.0, 3.0, n)  # shared by both conditions of a seed: pairing removes it
+        a = {f"s{i}": seed_effect[i] + diff + r.normal(0.0, 0.7) for i in range(n)}
+        b = {f"s{i}": seed_effect[i] + r.normal(0.0, 0.7) for i in range(n)}
+        return v.paired_rule(a, b, "above")
+
+    out += [
+        Scenario("paired (n=5)", "difference = 0", (v.HOLDS, v.DOES_NOT_HOLD), lambda r: pairs(r, 5, 0.0)),
+        Scenario("paired (n=5)", "difference = detectable", (), lambda r: pairs(r, 5, _detectable(5, math.sqrt(0.98)))),
+    ]  # fmt: skip
+    margin = 1.0
+    out += [
+        Scenario("equivalence (n=10, margin 1 sd)", "difference = margin", (v.HOLDS, v.DOES_NOT_HOLD),
+                 lambda r: v.equivalence_rule(r.normal(margin, 1.0, 10), margin)),
+        Scenario("equivalence (n=10, margin 1 sd)", "difference = 0", (),
+                 lambda r: v.equivalence_rule(r.normal(0.0, 1.0, 10), margin)),
+    ]  # fmt: skip
+    layers = np.arange(8.0)
+
+    def trend(r: np.random.Generator, slope: float) -> v.Verdict:
+        ys = {s: slope * layers + r.normal(0.0, 1.0, len(layers)) for s in range(5)}
+        return v.slope_rule(layers, ys, "above")
+
+    out += [
+        Scenario("slope (5 seeds x 8 layers)", "slope = 0", (v.HOLDS, v.DOES_NOT_HOLD), lambda r: trend(r, 0.0)),
+        Scenario("slope (5 seeds x 8 layers)", "slope = detectable", (),
+                 lambda r: trend(r, _detectable(5, 1.0 / math.sqrt(float(((layers - layers.mean()) ** 2).sum()))))),
+    ]  # fmt: skip
+    for n, threshold in ((270, 0.5), (32, 0.5), (20, 0.9)):
+        name = f"share (n={n}, threshold {threshold:g})"
+        out += [
+            Scenario(name, "share = threshold", (v.HOLDS, v.DOES_NOT_HOLD),
+                     lambda r, n=n, t=threshold: v.share_rule(int(r.binomial(n, t)), n, t)),
+        ]  # fmt: skip
+
+    def units(r: np.random.Generator, means: list[float]) -> v.Verdict:
+        return v.every_unit({f"layer {i}": r.normal(m, 1.0, 5) for i, m in enumerate(means)}, "above")
+
+    out += [
+        Scenario("every unit (8 units x 5 seeds)", "one unit at the null, seven far above", (v.HOLDS,),
+                 lambda r: units(r, [0.0] + [10.0] * 7)),
+        Scenario("every unit (8 units x 5 seeds)", "every unit at the null", (v.DOES_NOT_HOLD,),
+                 lambda r: units(r, [0.0] * 8)),
+        Scenario("every unit (8 units x 5 seeds)", "every unit at 2x detectable", (),
+                 lambda r: units(r, [2 * _detectable(5)] * 8)),
+    ]  # fmt: skip
+    return out
+
+
+def calibrate(simulations: int = SIMULATIONS, seed: int = SEED) -> pd.DataFrame:
+    """The rate of each word per scenario over ``simulations`` draws (seeded: the same table on every
+    machine), with the Monte Carlo standard error of the checked rate."""
+    rows = []
+    for i, sc in enumerate(scenarios()):
+        rng = np.random.default_rng([seed, i])
+        words = [sc.draw(rng).word for _ in range(simulations)]
+        rates = {w: words.count(w) / simulations for w in v.VERDICTS}
+        checked = max(sc.errors, key=rates.get) if sc.errors else v.HOLDS  # the larger error, or the power
+        rate = rates[checked]
+        rows.append({
+            "rule": sc.rule, "truth": sc.truth,
+            "checks": " and ".join(f"false '{w}'" for w in sc.errors) if sc.errors else "power",
+            **{w: rates[w] for w in v.VERDICTS},
+            "rate": rate, "mc_se": math.sqrt(rate * (1 - rate) / simulations),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def markdown(table: pd.DataFrame, simulations: int = SIMULATIONS) -> str:
+    """The calibration table as the docs print it."""
+    lines = [
+        f"Rates over {simulations:,} simulated runs per row (seed {SEED}); an error row must stay at or below "
+        f"{ERROR_BOUND:.0%} plus Monte Carlo error (the checked rate is the larger of its two errors); a power row's "
+        "checked rate is its share of 'holds' (at the detectable effect the claims rows print: near 80 %).",
+        "",
+        "| rule | truth | checks | holds | does not hold | inconclusive | not testable | checked rate ± MC error |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for _, row in table.iterrows():
+        rates = " | ".join(f"{row[w]:.3f}" for w in v.VERDICTS)
+        lines.append(f"| {row['rule']} | {row['truth']} | {row['checks']} | {rates} | {row['rate']:.3f} ± {row['mc_se']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_docs(path: Path, table: pd.DataFrame) -> bool:
+    """Replace the calibration block of ``path``; True if it changed."""
+    text = path.read_text()
+    pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"{path}: no calibration markers ({TABLE_START} ... {TABLE_END})")
+    new = pattern.sub(lambda _: f"{TABLE_START}\n{markdown(table)}{TABLE_END}", text)
+    path.write_text(new)
+    return new != text
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--simulations", type=int, default=SIMULATIONS)
+    parser.add_argument("--write", type=Path, help="rewrite the calibration block of this Markdown file")
+    args = parser.parse_args(argv)
+    table = calibrate(args.simulations)
+    print(markdown(table, args.simulations))
+    if args.write:
+        print(f"{args.write}: {'updated' if write_docs(args.write, table) else 'unchanged'}")
+
+
+if __name__ == "__main__":
+    main()
