@@ -21,7 +21,11 @@ def test_error_rates_stay_within_the_bound(table):
     errors = table[table["checks"] != "power"]
     assert len(errors) >= 10
     for row in errors.itertuples():
-        assert row.rate <= calibration.ERROR_BOUND + 3 * max(row.mc_se, 0.0035), (row.rule, row.truth, row.rate)
+        assert row.rate <= calibration.ERROR_BOUND + 3 * max(row.mc_se, 0.0035), (
+            row.rule,
+            row.truth,
+            row.rate,
+        )
 
 
 def test_power_at_the_printed_detectable_effect_is_about_80_percent(table):

@@ -11,7 +11,6 @@ import pandas as pd
 
 from attnlab.runner.verdicts import VERDICTS, Verdict
 
-
 #: The columns of every claims table, in order (``docs/verdicts.md`` says what each means).
 COLUMNS = (
     "figure", "claim", "paper", "ours", "verdict", "reason", "estimate", "low", "high", "n", "null", "margin",
@@ -22,7 +21,7 @@ COLUMNS = (
 @dataclass(frozen=True)
 class Claim:
     """One row of a claims table: the paper's claim and number, ours, and the
-    :class:`~attnlab.runner.verdicts.Verdict` judged by one of :mod:`attnlab.runner.verdicts`' rules (its word,
+    :class:`~attnlab.runner.verdicts.Verdict` one of :mod:`attnlab.runner.verdicts`' rules judged (its word,
     reason and evidence fill the other columns)."""
 
     figure: str  # e.g. "Fig. 3"

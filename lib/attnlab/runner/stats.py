@@ -16,7 +16,7 @@ LEVEL = 0.95  # every interval this project prints is two-sided 95% unless a rul
 
 @cache
 def t_quantile(q: float, df: int) -> float:
-    """The ``q`` quantile of Student's t with ``df`` degrees of freedom (e.g. ``t_quantile(0.975, 4)`` = 2.776)."""
+    """The ``q`` quantile of Student's t with ``df`` degrees of freedom (``t_quantile(0.975, 4)`` = 2.776)."""
     if df < 1:
         raise ValueError(f"t_quantile() needs df >= 1, got {df}")
     return float(scipy_stats.t.ppf(q, df))
@@ -41,8 +41,8 @@ class Estimate:
 
 
 def mean_interval(values: Sequence[float], level: float = LEVEL) -> Estimate:
-    """Mean and two-sided ``level`` interval of ``values`` by Student's t (the seeds are few: a normal interval
-    would be too narrow). Raises ValueError on no values or a non-finite one."""
+    """Mean and two-sided ``level`` interval of ``values`` by Student's t (the seeds are few: a normal
+    interval would be too narrow). Raises ValueError on no values or a non-finite one."""
     xs = [float(v) for v in values]
     if not xs:
         raise ValueError("mean_interval() needs at least one value")

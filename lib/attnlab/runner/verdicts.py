@@ -15,12 +15,12 @@ effect the test could have detected, and the rule's name. The words mean:
   ceiling, a non-finite value from a diverged run, too few or too close x values for a trend), or a model that
   learned nothing (:func:`above_chance` and the papers' own gates).
 
-The rules, one per kind of claim: :func:`mean_rule` (a mean against a null), :func:`paired_rule` (differences
-of two conditions paired by name: seed, window), :func:`equivalence_rule` ("similar", "nearly constant", "at no
-cost": two one-sided tests against a margin stated before the run), :func:`slope_rule` (a trend: one slope per
-unit, then the mean rule), :func:`share_rule` (a fraction of heads or layers against a threshold, Wilson
-interval), :func:`every_unit` ("in every layer": an intersection-union test), :func:`exact_rule` (a
-deterministic quantity against a bound: an identity up to rounding).
+The rules, one per kind of claim: :func:`mean_rule` (a mean against a null), :func:`paired_rule`
+(differences of two conditions paired by name: seed, window), :func:`equivalence_rule` ("similar", "nearly
+constant", "at no cost": two one-sided tests against a margin stated before the run), :func:`slope_rule` (a
+trend: one slope per unit, then the mean rule), :func:`share_rule` (a fraction of heads or layers against a
+threshold, Wilson interval), :func:`every_unit` ("in every layer": an intersection-union test),
+:func:`exact_rule` (a deterministic quantity against a bound: an identity up to rounding).
 """
 
 from __future__ import annotations
@@ -127,7 +127,9 @@ def mean_rule(
         return Verdict(NOT_TESTABLE, degenerate, mean, n=len(xs), null=null, margin=margin, rule=MEAN)
     est = mean_interval(xs)
     df = est.n - 1
-    detectable = smallest + (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(POWER, df)) * est.sd / math.sqrt(est.n)
+    detectable = smallest + (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(POWER, df)) * est.sd / math.sqrt(
+        est.n
+    )
     evidence = {
         "estimate": est.mean, "low": est.low, "high": est.high, "n": est.n, "null": null, "margin": margin,
         "detectable": detectable, "rule": MEAN,
@@ -174,9 +176,9 @@ def paired_rule(
 
 
 def equivalence_rule(values: Sequence[float], margin: float, null: float = 0.0) -> Verdict:
-    """An equivalence claim ("similar", "nearly constant", "at no cost"): the mean of ``values`` (one per unit,
-    e.g. paired differences) lies within ``null`` +- ``margin``, a margin stated with the claim before the run
-    (never derived from the variants' own spread).
+    """An equivalence claim ("similar", "nearly constant", "at no cost"): the mean of ``values`` (one per
+    unit, e.g. paired differences) lies within ``null`` +- ``margin``, a margin stated with the claim before
+    the run (never derived from the variants' own spread).
 
     Two one-sided tests on the 95% interval: holds when it lies inside the margin; does not hold when it lies
     entirely outside it; otherwise inconclusive. not testable here as for :func:`mean_rule`. ``detectable``:
@@ -193,7 +195,9 @@ def equivalence_rule(values: Sequence[float], margin: float, null: float = 0.0) 
                        rule=EQUIVALENCE)  # fmt: skip
     est = mean_interval(xs)
     df = est.n - 1
-    detectable = (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(1 - (1 - POWER) / 2, df)) * est.sd / math.sqrt(est.n)
+    detectable = (
+        (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(1 - (1 - POWER) / 2, df)) * est.sd / math.sqrt(est.n)
+    )
     evidence = {
         "estimate": est.mean, "low": est.low, "high": est.high, "n": est.n, "null": null, "margin": margin,
         "detectable": detectable, "rule": EQUIVALENCE,
@@ -202,7 +206,7 @@ def equivalence_rule(values: Sequence[float], margin: float, null: float = 0.0) 
         return Verdict(HOLDS, f"the 95% interval lies inside the margin +-{margin:g}", **evidence)
     if est.low > null + margin or est.high < null - margin:
         return Verdict(DOES_NOT_HOLD, f"the 95% interval lies outside the margin +-{margin:g}", **evidence)
-    why = f"the 95% interval reaches past the margin +-{margin:g}; the test confirms margins from {detectable:.3g}"
+    why = f"the 95% interval reaches past the margin +-{margin:g}; detectable margin {detectable:.3g}"
     return Verdict(INCONCLUSIVE, why, **evidence)
 
 
@@ -257,7 +261,9 @@ def share_rule(successes: int, n: int, threshold: float, side: Side = "above") -
         return not_testable("no units to count", n=0, null=threshold, rule=SHARE)
     est = binomial_interval(successes, n)
     spread = threshold * (1 - threshold)
-    detectable = (z_quantile(0.5 + LEVEL / 2) + z_quantile(POWER)) * math.sqrt(spread / n) if spread else 3 / n
+    detectable = (
+        (z_quantile(0.5 + LEVEL / 2) + z_quantile(POWER)) * math.sqrt(spread / n) if spread else 3 / n
+    )
     evidence = {
         "estimate": est.mean, "low": est.low, "high": est.high, "n": n, "null": threshold,
         "detectable": detectable, "rule": SHARE,
@@ -267,16 +273,18 @@ def share_rule(successes: int, n: int, threshold: float, side: Side = "above") -
         return Verdict(HOLDS, "the 95% interval excludes the threshold", **evidence)
     if far < 0:
         return Verdict(DOES_NOT_HOLD, "the 95% interval lies on the other side of the threshold", **evidence)
-    return Verdict(INCONCLUSIVE, f"the 95% interval contains the threshold; detectable {detectable:.3g}", **evidence)
+    return Verdict(
+        INCONCLUSIVE, f"the 95% interval contains the threshold; detectable {detectable:.3g}", **evidence
+    )
 
 
 def every_unit(values_by_unit: Mapping[Hashable, Sequence[float]], side: Side, null: float = 0.0) -> Verdict:
     """A claim about every unit ("above zero in every layer", "at every learning rate"), from several values
     per unit (one per seed). An intersection-union test: holds when every unit's 95% interval lies on the
-    claimed side; does not hold when some unit's interval at 1 - 0.05/k (k units, Bonferroni) lies on the other
-    side, so a true claim is refuted at most 5% of the time; not testable when a unit is and nothing refutes;
-    otherwise inconclusive, naming the open units. Evidence: the unit whose interval reaches least far
-    towards the claimed side (its mean and 95% interval), n = units."""
+    claimed side; does not hold when some unit's interval at 1 - 0.05/k (k units, Bonferroni) lies on the
+    other side, so a true claim is refuted at most 5% of the time; not testable when a unit is and nothing
+    refutes; otherwise inconclusive, naming the open units. Evidence: the unit whose interval reaches least
+    far towards the claimed side (its mean and 95% interval), n = units."""
     if not values_by_unit:
         raise ValueError("no units to judge")
     k = len(values_by_unit)
@@ -290,8 +298,8 @@ def every_unit(values_by_unit: Mapping[Hashable, Sequence[float]], side: Side, n
             refuted.append(unit)
     testable = [v for v in verdicts.values() if v.word != NOT_TESTABLE]
     if testable:
-        worst_unit = min((u for u in verdicts if verdicts[u].word != NOT_TESTABLE),
-                         key=lambda u: min(_toward(verdicts[u].low, side, null), _toward(verdicts[u].high, side, null)))  # fmt: skip
+        reach = {u: min(_toward(w.low, side, null), _toward(w.high, side, null)) for u, w in verdicts.items()}
+        worst_unit = min((u for u in verdicts if verdicts[u].word != NOT_TESTABLE), key=reach.__getitem__)
         w = verdicts[worst_unit]
         evidence = {"estimate": w.estimate, "low": w.low, "high": w.high, "detectable": w.detectable}
     else:
@@ -307,7 +315,9 @@ def every_unit(values_by_unit: Mapping[Hashable, Sequence[float]], side: Side, n
         return Verdict(NOT_TESTABLE, why, **evidence)
     open_units = [u for u, v in verdicts.items() if v.word != HOLDS]
     if not open_units:
-        return Verdict(HOLDS, f"every unit's 95% interval excludes the null (weakest: {worst_unit})", **evidence)
+        return Verdict(
+            HOLDS, f"every unit's 95% interval excludes the null (weakest: {worst_unit})", **evidence
+        )
     return Verdict(INCONCLUSIVE, f"the 95% interval contains the null at {names(open_units)}", **evidence)
 
 
@@ -319,7 +329,11 @@ def exact_rule(value: float, bound: float, side: Side, *, n: int, what: str = "t
         return not_testable(f"{what} is not a number", n=n, null=bound, rule=EXACT)
     holds = _toward(value, side, bound) > 0
     word, rel = (HOLDS, side) if holds else (DOES_NOT_HOLD, "below" if side == "above" else "above")
-    why = f"{what} {value:.3g} lies {rel} the bound {bound:g}" if holds else f"{what} {value:.3g} is not {side} {bound:g}"
+    why = (
+        f"{what} {value:.3g} lies {rel} the bound {bound:g}"
+        if holds
+        else f"{what} {value:.3g} is not {side} {bound:g}"
+    )
     return Verdict(word, why, value, n=n, null=bound, rule=EXACT)
 
 
@@ -339,8 +353,8 @@ def above_chance(correct: int, n: int, chance: float) -> Verdict | None:
 
 
 def gated(gate: Verdict | None, verdict: Verdict, who: str = "") -> Verdict:
-    """``verdict``, unless a gate failed (``gate`` is a "not testable here" verdict): then the gate, its reason
-    prefixed with ``who`` (e.g. "SA: accuracy ... is not above chance")."""
+    """``verdict``, unless a gate failed (``gate`` is a "not testable here" verdict): then the gate, its
+    reason prefixed with ``who`` (e.g. "SA: accuracy ... is not above chance")."""
     if gate is None:
         return verdict
     if gate.word != NOT_TESTABLE:
