@@ -63,7 +63,7 @@ def test_report_opens_with_the_overview_and_puts_the_verdict_first(tmp_path, mon
     text = report.write_report("cpu").read_text()
     assert text.index("## Overview") < text.index("## xsa")
     assert (
-        "| **does not hold** | [Fig. 3](xsa/fig3_loss.png) | the gap grows with size | no | it shrinks | "
+        "| **does not hold** | [Fig. 3](xsa/fig3_loss.png) | the gap grows with size | no | it shrinks |  "
         "|  |" in text  # no evidence, no detectable effect: empty cells
     )
     assert "| **not testable here** | Table 2 |" in text and "xsa--seeds" not in text
