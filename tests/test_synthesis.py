@@ -3,6 +3,7 @@ validation."""
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -23,53 +24,139 @@ from attnlab.papers.synthesis.lenses import (
     lenses,
     normalised_entropy,
 )
-from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE
+from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, PAIRED, SLOPE, VERDICTS
 
 # --- gates ---------------------------------------------------------------------------------------------
 
 
 def test_learned_passes_only_when_every_run_lowered_its_loss():
-    assert sc.learned([5.5, 5.5], [3.8, 3.9]) is None
-    reason = sc.learned([5.5, 5.5], [3.8, 5.5])
-    assert reason == "1 of 2 runs did not lower their validation loss"
-    assert sc.learned([5.5, 5.5], [3.8, math.nan]) == reason  # a diverged run learned nothing
-    with pytest.raises(ValueError):
-        sc.learned([5.5], [3.8, 3.9])
+    runs = [("sa", 0, 1.0), ("sa", 1, 1.0)]
+    initial = dict.fromkeys(runs, 5.5)
+    assert sc.learned(initial, dict(zip(runs, [3.8, 3.9], strict=True))) is None
+    gate = sc.learned(initial, dict(zip(runs, [3.8, 5.5], strict=True)))
+    assert gate.word == NOT_TESTABLE and gate.why == "1 of 2 runs did not lower their validation loss"
+    assert gate.n == 2
+    diverged = sc.learned(
+        initial, dict(zip(runs, [3.8, math.nan], strict=True))
+    )  # a diverged run learned nothing
+    assert diverged.word == NOT_TESTABLE and diverged.why == gate.why
+    with pytest.raises(ValueError):  # paired by run name: the two mappings must name the same runs
+        sc.learned({("sa", 0, 1.0): 5.5}, dict(zip(runs, [3.8, 3.9], strict=True)))
 
 
 def test_sink_present_needs_the_interval_above_uniform():
-    assert sc.sink_present([0.50, 0.52, 0.55], [0.1, 0.1, 0.1]) is None
-    assert "no sink to move" in sc.sink_present([0.10, 0.11, 0.09], [0.1, 0.1, 0.1])
-    assert "no sink to move" in sc.sink_present([0.05, 0.06, 0.05], [0.1, 0.1, 0.1])
+    uniform = {0: 0.1, 1: 0.1, 2: 0.1}
+    assert sc.sink_present({0: 0.50, 1: 0.52, 2: 0.55}, uniform) is None
+    for first in ({0: 0.10, 1: 0.11, 2: 0.09}, {0: 0.05, 1: 0.06, 2: 0.05}, {0: 0.5}):
+        gate = sc.sink_present(first, {s: 0.1 for s in first})
+        assert gate.word == NOT_TESTABLE and "no sink to move" in gate.why
+
+
+def test_a_failed_gate_makes_the_claim_not_testable_with_every_reason():
+    v = sc.shift({0: -0.10, 1: -0.12, 2: -0.11}, {0: 0.0, 1: 0.0, 2: 0.0}, "below")
+    assert v.word == HOLDS and math.isclose(v.estimate, -0.11) and v.n == 3
+    assert sc.judged(v, None, None) == v
+    sink = sc.sink_present({0: 0.1, 1: 0.1, 2: 0.1}, {0: 0.1, 1: 0.11, 2: 0.09})
+    runs = [("sa", s, 1.0) for s in range(3)]
+    stuck = sc.learned(dict.fromkeys(runs, 5.5), dict.fromkeys(runs, 6.0))
+    gated = sc.judged(v, None, sink)
+    assert gated.word == NOT_TESTABLE and gated.why == sink.why
+    both = sc.judged(v, stuck, sink)
+    assert both.word == NOT_TESTABLE and stuck.why in both.why and "no sink to move" in both.why
 
 
 # --- verdicts ------------------------------------------------------------------------------------------
 
+SEEDS = (0, 1, 2)
+
+
+def _seeded(values):
+    return dict(zip(SEEDS, values, strict=True))
+
+
+ZERO = _seeded([0.0, 0.0, 0.0])
+
 
 def test_shift_holds_only_when_the_interval_lies_on_the_side():
-    assert sc.shift([-0.10, -0.12, -0.11], "below").word == HOLDS
-    assert sc.shift([0.10, 0.12, 0.11], "below").word == DOES_NOT_HOLD
-    assert sc.shift([-0.3, 0.1, -0.1], "below").word == INCONCLUSIVE
-    assert sc.shift([0.10, 0.12, 0.11], "above").word == HOLDS
-
-
-def test_shift_is_not_testable_behind_a_gate_and_keeps_its_evidence():
-    v = sc.shift([-0.10, -0.12, -0.11], "below", [None, "no sink to move"])
-    assert v.word == NOT_TESTABLE and v.why == "no sink to move"
-    assert v.n == 3 and math.isclose(v.estimate, -0.11)
-    assert sc.shift([-0.10, -0.12, -0.11], "below", [None, None]).word == HOLDS
+    assert sc.shift(_seeded([-0.10, -0.12, -0.11]), ZERO, "below").word == HOLDS
+    assert sc.shift(_seeded([0.10, 0.12, 0.11]), ZERO, "below").word == DOES_NOT_HOLD
+    assert sc.shift(_seeded([-0.3, 0.1, -0.1]), ZERO, "below").word == INCONCLUSIVE
+    assert sc.shift(_seeded([0.10, 0.12, 0.11]), ZERO, "above").word == HOLDS
+    # the mean on the wrong side while the interval contains zero: inconclusive, never "does not hold"
+    v = sc.shift(_seeded([0.3, -0.1, 0.1]), ZERO, "below")
+    assert v.word == INCONCLUSIVE and v.low < 0 < v.high and v.rule == PAIRED
 
 
 def test_differs_holds_on_either_side_and_is_otherwise_inconclusive():
-    assert sc.differs([0.20, 0.22, 0.21]).word == HOLDS
-    assert sc.differs([-0.20, -0.22, -0.21]).word == HOLDS
-    assert sc.differs([-0.2, 0.2, 0.01]).word == INCONCLUSIVE
-    assert sc.differs([0.0, 0.0, 0.0]).word == INCONCLUSIVE  # no spread, mean zero: never "does not hold"
-    assert sc.differs([0.2]).word == INCONCLUSIVE  # one seed, no interval
-    assert (
-        sc.differs([0.20, 0.22, 0.21], ["1 of 3 runs did not lower their validation loss"]).word
-        == NOT_TESTABLE
-    )
+    assert sc.differs(_seeded([0.20, 0.22, 0.21]), ZERO).word == HOLDS
+    assert sc.differs(_seeded([-0.20, -0.22, -0.21]), ZERO).word == HOLDS
+    v = sc.differs(_seeded([-0.2, 0.2, 0.01]), ZERO)
+    assert v.word == INCONCLUSIVE and "contains the null" in v.why and math.isnan(v.margin)
+    assert sc.differs(_seeded([-0.2, 0.2, 0.0]), ZERO).word == INCONCLUSIVE  # mean exactly zero
+
+
+def test_pairs_by_seed_name_so_a_misaligned_pairing_changes_the_verdict_or_raises():
+    control = {0: 0.0, 1: 1.0, 2: 2.0}  # a strong seed effect the pairing removes
+    kind = {0: 0.10, 1: 1.12, 2: 2.09}
+    assert sc.shift(kind, control, "above").word == HOLDS
+    assert sc.shift(dict(reversed(list(kind.items()))), control, "above").word == HOLDS  # order is irrelevant
+    misaligned = {0: kind[2], 1: kind[0], 2: kind[1]}  # the same values under the wrong seeds
+    assert sc.shift(misaligned, control, "above").word == INCONCLUSIVE
+    assert sc.differs(misaligned, control).word == INCONCLUSIVE
+    with pytest.raises(ValueError):  # a seed in one condition only
+        sc.shift({0: 0.1, 1: 1.1, 3: 2.1}, control, "above")
+    with pytest.raises(ValueError):
+        sc.differences({0: 0.1, 1: 1.1}, control)
+    assert sc.differences(kind, control) == pytest.approx({0: 0.10, 1: 0.12, 2: 0.09})
+
+
+def test_an_interval_containing_the_null_is_never_does_not_hold():
+    rng = np.random.default_rng(0)
+    seen = 0
+    for _ in range(400):
+        a = _seeded(rng.normal(0.0, 1.0, 3).tolist())
+        for v in (sc.shift(a, ZERO, "below"), sc.shift(a, ZERO, "above"), sc.differs(a, ZERO)):
+            if v.low <= 0.0 <= v.high:
+                seen += 1
+                assert v.word == INCONCLUSIVE, v
+    assert seen > 100
+
+
+def test_the_undirected_claims_carry_no_margin_whatever_the_spread():
+    # no equivalence margin was stated with these hypotheses: no spread of the data makes one, so an interval
+    # around zero stays inconclusive however narrow
+    for spread in (1.0, 0.01, 1e-6):
+        v = sc.differs(_seeded([spread, -spread, spread / 2]), ZERO)
+        assert v.word == INCONCLUSIVE and math.isnan(v.margin)
+
+
+def test_degenerate_evidence_is_not_testable():
+    assert sc.shift({0: -0.1}, {0: 0.0}, "below").word == NOT_TESTABLE  # one seed: no interval
+    assert sc.differs({0: 0.4}, {0: 0.0}).word == NOT_TESTABLE
+    assert sc.shift(_seeded([0.5, 0.5, 0.5]), ZERO, "above").word == NOT_TESTABLE  # no spread
+    assert sc.differs(ZERO, ZERO).word == NOT_TESTABLE  # a floor: never "does not hold"
+    assert sc.shift(_seeded([0.1, math.nan, 0.2]), ZERO, "above").word == NOT_TESTABLE  # a diverged run
+
+
+def test_the_sweep_trend_is_one_slope_per_seed_on_log2_ratio():
+    assert sc.per_doubling([1.0, 4.0], {0: [0.9, 0.7]}) == pytest.approx({0: -0.1})
+    ratios = [0.5, 1.0, 2.0, 8.0]
+    assert sc.per_doubling(ratios, {0: [3.0, 2.0, 1.0, -1.0]}) == pytest.approx({0: -1.0})
+    assert sc.per_doubling([1.0, 2.0, 4.0], {0: [1.0, 1.0, 1.0]}) == {0: 0.0}
+    ratios = [0.5, 1.0, 2.0, 4.0, 8.0]
+    falling = {s: [1.0 - (0.10 + 0.01 * s) * math.log2(r) for r in ratios] for s in SEEDS}
+    v = sc.sweep_trend(ratios, falling, "below")
+    assert v.word == HOLDS and v.rule == SLOPE and v.estimate == pytest.approx(-0.11) and v.n == 3
+    assert sc.sweep_trend(ratios, falling, "above").word == DOES_NOT_HOLD
+    flat = {s: [0.5 + 0.01 * ((i * (s + 1)) % 3 - 1) for i in range(5)] for s in SEEDS}
+    assert sc.sweep_trend(ratios, flat, "below").word != DOES_NOT_HOLD
+    assert sc.sweep_trend([1.0, 4.0], {s: [0.9, 0.7 + s / 100] for s in SEEDS}, "below").word == NOT_TESTABLE
+    assert sc.sweep_trend(ratios, {0: falling[0]}, "below").word == NOT_TESTABLE  # one seed
+    diverged = {**falling, 1: [1.0, 0.9, math.nan, 0.7, 0.6]}
+    assert sc.sweep_trend(ratios, diverged, "below").word == NOT_TESTABLE
+    # a floor: every seed constant over the ratios (slopes 0 up to rounding) is not judged
+    assert sc.sweep_trend(ratios, {s: [1.0] * 5 for s in SEEDS}, "below").word == NOT_TESTABLE
+    assert sc.sweep_trend(ratios, {s: [0.3 + s / 7] * 5 for s in SEEDS}, "above").word == NOT_TESTABLE
 
 
 # --- lenses ----------------------------------------------------------------------------------------------
@@ -129,14 +216,6 @@ def test_every_lens_runs_on_every_kind(attn):
     halves = forward_lenses(model, tokens, 4, batch_size=2)
     assert torch.allclose(torch.tensor(halves["first_attention"].to_numpy()),
                           torch.tensor(frame["first_attention"].to_numpy()), atol=1e-6)  # fmt: skip
-
-
-def test_log_slope_is_the_change_per_doubling():
-    assert sc.log_slope({1.0: 0.9, 4.0: 0.7}) == pytest.approx(-0.1)
-    assert sc.log_slope({0.5: 3.0, 1.0: 2.0, 2.0: 1.0, 8.0: -1.0}) == pytest.approx(-1.0)
-    assert sc.log_slope({1.0: 1.0, 2.0: 1.0, 4.0: 1.0}) == 0.0
-    with pytest.raises(ValueError):
-        sc.log_slope({1.0: 0.5})
 
 
 @pytest.mark.parametrize("attn", ["sa", "xsa", "sd", ("linear", "sa")])
@@ -219,44 +298,198 @@ def test_cpu_runs_share_the_xsa_notebooks_cache_keys():
     assert len(exp.planned_runs()) == 6 * 3 + 4 * 3 * 3  # every kind at ratio 1; 3 kinds at 4 other ratios
 
 
-def test_claims_judge_every_hypothesis_from_the_tables():
-    exp = synthesis.configure(scale="smoke", seeds=[0, 1, 2])
+# --- the claims table from the notebook's tables ----------------------------------------------------------
+
+#: The synthetic tables' values: {column: {kind: value}} (``None``: every kind's own ``default``).
+BASE = {
+    "cos_yv": {"sa": 0.30, "xsa": 0.10, "xsa-prev": 0.20},
+    "first_attention": {"sa": 0.50, "xsa": 0.30},
+    "first_contribution": {"sa": 0.40, "xsa": 0.20},
+    "entropy": {"linear": 0.95},
+    "routing_energy": {"sd": 0.60},
+}
+DEFAULT = {"cos_yv": 0.3, "first_attention": 0.5, "first_contribution": 0.4, "entropy": 0.6,
+           "routing_energy": 0.40, "sink_value_cos": -0.1, "control_value_cos": 0.2}  # fmt: skip
+FAITHFUL = "Contribution weights rank {}'s value terms more faithfully than attention weights " \
+    "(comprehensiveness, one layer at a time)"  # fmt: skip
+SPAN = "eta_QK / eta_OV from 0.5, 1, 2, 4, 8"
+
+
+def _tables(exp, noise=0.01, seed_effect=0.0, rng_seed=0):
+    """A lens table, losses and faithfulness areas shaped like the notebook's, with independent noise per
+    run (sd ``noise``) and, optionally, a shared offset per seed (``seed_effect`` x seed)."""
+    rng = np.random.default_rng(rng_seed)
     rows = []
     for kind, seed, r in exp.run_keys():
         for state in ("trained", "init") if r == 1.0 else ("trained",):
-            for layer in (0, 1):
-                value = 0.1 * seed + (0.5 if kind == "xsa" else 0.0)
-                rows.append({"kind": kind, "seed": seed, "ratio": r, "state": state, "layer": layer,
-                             "cos_yv": value, "a_ii": 0.1, "cos_vv": 0.5, "uniform": 0.1,
-                             "first_attention": 0.5, "first_contribution": 0.2, "sink_value_cos": -0.1,
-                             "control_value_cos": 0.2,
-                             "entropy": 0.9 / r, "routing_energy": 0.4, "form_stable_rank": 2.0})  # fmt: skip
-    lens = pd.DataFrame(rows)
-    losses = pd.DataFrame([{"kind": k, "seed": s, "ratio": r, "initial": 5.5, "final": 3.8}
-                           for k, s, r in exp.run_keys()])  # fmt: skip
+            row = {"kind": kind, "seed": seed, "ratio": r, "state": state}
+            for column, default in DEFAULT.items():
+                row[column] = (
+                    BASE.get(column, {}).get(kind, default) + noise * rng.normal() + seed_effect * seed
+                )
+            row["entropy"] -= 0.05 * math.log2(r)  # faster query-key learning sharpens every kind
+            if state == "init":
+                row["routing_energy"] += 0.1  # training lowers the routing share
+            row |= {"a_ii": 0.1, "cos_vv": 0.5, "uniform": 0.1, "form_stable_rank": 2.0}
+            rows += [{**row, "layer": layer} for layer in (0, 1)]
+    losses = pd.DataFrame([
+        {"kind": k, "seed": s, "ratio": r, "initial": 5.5,
+         "final": 3.8 + 0.05 * math.log2(r) + noise * rng.normal()}  # faster QK learning raises the loss
+        for k, s, r in exp.run_keys()
+    ])  # fmt: skip
     area = {"random": 0.1, "raw": 0.5, "contribution": 0.8}
     areas = pd.DataFrame([
         {"kind": kind, "seed": seed, "mode": mode, "measure": measure,
-         "area": (0.4 if (kind, measure) == ("xsa", "contribution") else area[measure]) + 0.01 * seed}
+         "area": (0.4 if (kind, measure) == ("xsa", "contribution") else area[measure])
+         + noise * rng.normal()}
         for kind in exp.kinds for seed in exp.seeds for mode in ("comprehensiveness", "sufficiency")
         for measure in ("random", "raw", "contribution")
     ])  # fmt: skip
-    verdicts = {c.claim: c.verdict for c in exp.claims(lens, losses, areas)}
-    assert verdicts["XSA lowers the similarity bias cos(y_i, v_i) relative to SA"].startswith(DOES_NOT_HOLD)
-    sharpens = "Faster query-key learning (eta_QK / eta_OV from 1, 4) sharpens sa's attention (entropy falls)"
-    assert verdicts[sharpens].startswith(HOLDS)
-    faithful = "Contribution weights rank {}'s value terms more faithfully than attention weights"
-    assert verdicts[faithful.format("sa") + " (comprehensiveness, one layer at a time)"].startswith(HOLDS)
-    assert verdicts[faithful.format("xsa") + " (comprehensiveness, one layer at a time)"].startswith(
-        DOES_NOT_HOLD
+    return pd.DataFrame(rows), losses, areas
+
+
+def _verdicts(exp, lens, losses, areas):
+    return {
+        c.claim: c.verdict
+        for c in exp.claims(sc.Evidence(lens=lens, losses=losses, faithfulness_areas=areas))
+    }
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return synthesis.configure(scale="cpu", device="cpu")
+
+
+def test_claims_judge_every_hypothesis_from_the_tables(cpu):
+    lens, losses, areas = _tables(cpu)
+    claims = cpu.claims(sc.Evidence(lens=lens, losses=losses, faithfulness_areas=areas))
+    assert len(claims) == 24
+    words = {c.claim: c.verdict.word for c in claims}
+    assert words["XSA lowers the similarity bias cos(y_i, v_i) relative to SA"] == HOLDS
+    assert words["XSA puts less attention on the first token than SA (XSA as an implicit sink)"] == HOLDS
+    assert words["Training moves SA's routing energy share away from its random initialisation"] == HOLDS
+    assert words["sd's heads split their model-space form into routing and filtering differently from SA's "
+                 "(routing energy share)"] == HOLDS  # fmt: skip
+    assert (
+        words["ELU+1 linear attention in the first layer attends less sharply there than SA's softmax does"]
+        == HOLDS
     )
-    gap = "XSA changes how much more faithful contribution weights are than attention weights"
-    assert verdicts[gap].startswith(HOLDS)
-    losses.loc[losses["kind"] == "linear", "final"] = math.nan  # a diverged run: nothing to judge
-    verdicts = {c.claim: c.verdict for c in exp.claims(lens, losses, areas)}
-    assert verdicts[faithful.format("linear") + " (comprehensiveness, one layer at a time)"].startswith(
-        NOT_TESTABLE
+    assert words[FAITHFUL.format("sa")] == HOLDS
+    assert words[FAITHFUL.format("xsa")] == DOES_NOT_HOLD
+    assert (
+        words["XSA changes how much more faithful contribution weights are than attention weights"] == HOLDS
     )
-    assert all(
-        v.split(":")[0] in (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE) for v in verdicts.values()
+    for kind in ("sa", "xsa", "sd"):
+        sharpens = words[f"Faster query-key learning ({SPAN}) sharpens {kind}'s attention (entropy falls)"]
+        assert sharpens == HOLDS
+        assert (
+            words[f"Faster query-key learning ({SPAN}) lowers {kind}'s final validation loss"]
+            == DOES_NOT_HOLD
+        )
+    for c in claims:
+        v = c.verdict
+        assert v.word in VERDICTS and v.rule and v.n == 3
+        assert math.isnan(v.margin)  # no synthesis claim has an equivalence margin
+        assert not any(word in c.ours for word in VERDICTS)  # "ours" is the measurement, not the verdict
+        if v.word != NOT_TESTABLE:
+            assert f"[{v.low:+.3f}, {v.high:+.3f}]" in c.ours
+    slope = next(c for c in claims if c.claim.endswith("sharpens sa's attention (entropy falls)")).verdict
+    assert slope.rule == SLOPE and slope.estimate == pytest.approx(-0.05, abs=0.01)  # per doubling
+
+
+def test_claims_take_one_named_evidence_bundle(cpu):
+    lens, losses, areas = _tables(cpu)
+    with pytest.raises(TypeError):
+        cpu.claims(lens, losses, areas)  # the old positional tables
+    with pytest.raises(TypeError):
+        cpu.claims(lens)
+    with pytest.raises(ValueError, match="lacks the columns"):
+        sc.Evidence(lens=lens, losses=losses.drop(columns="initial"), faithfulness_areas=areas)
+    with pytest.raises(ValueError, match="more than one row"):
+        sc.Evidence(lens=lens, losses=pd.concat([losses, losses.iloc[:1]]), faithfulness_areas=areas)
+
+
+def test_claims_pair_by_seed_name_not_by_row_order(cpu):
+    lens, losses, areas = _tables(cpu, seed_effect=0.2)  # a strong seed effect the pairing must remove
+    before = _verdicts(cpu, lens, losses, areas)
+    assert before["XSA lowers the similarity bias cos(y_i, v_i) relative to SA"].word == HOLDS
+    shuffled = [frame.sample(frac=1.0, random_state=1) for frame in (lens, losses, areas)]
+    assert _verdicts(cpu, *shuffled) == before  # rows in another order: the same table
+    # XSA's seeds misaligned with SA's (each XSA run labelled with the next seed): the verdict changes
+    relabel = lens.copy()
+    xsa = relabel["kind"] == "xsa"
+    relabel.loc[xsa, "seed"] = (relabel.loc[xsa, "seed"] + 1) % 3
+    after = _verdicts(cpu, relabel, losses, areas)
+    assert after["XSA lowers the similarity bias cos(y_i, v_i) relative to SA"].word == INCONCLUSIVE
+    # a seed missing from one condition is an error, never a silent drop
+    with pytest.raises(ValueError):
+        _verdicts(cpu, lens[~(xsa & (lens["seed"] == 2))], losses, areas)
+    with pytest.raises(ValueError):
+        _verdicts(
+            cpu, lens[~((lens["kind"] == "sa") & (lens["ratio"] == 4.0) & (lens["seed"] == 1))], losses, areas
+        )
+
+
+def test_no_row_whose_interval_contains_the_null_says_does_not_hold(cpu):
+    seen = 0
+    for rng_seed in range(4):
+        lens, losses, areas = _tables(cpu, noise=0.3, rng_seed=rng_seed)  # noisy: many intervals around 0
+        for c in cpu.claims(sc.Evidence(lens=lens, losses=losses, faithfulness_areas=areas)):
+            v = c.verdict
+            if v.word != NOT_TESTABLE and v.low <= v.null <= v.high:
+                seen += 1
+                assert v.word == INCONCLUSIVE, c
+    assert seen >= 10
+
+
+def test_gates_and_degenerate_evidence_make_rows_not_testable(cpu):
+    lens, losses, areas = _tables(cpu)
+    # a diverged run (NaN loss) learned nothing: every claim involving its kind is not testable
+    diverged = losses.copy()
+    diverged.loc[(diverged["kind"] == "linear") & (diverged["seed"] == 1), "final"] = math.nan
+    words = {k: v.word for k, v in _verdicts(cpu, lens, diverged, areas).items()}
+    assert words[FAITHFUL.format("linear")] == NOT_TESTABLE
+    assert (
+        words["ELU+1 linear attention in the first layer attends less sharply there than SA's softmax does"]
+        == NOT_TESTABLE
     )
+    assert words[FAITHFUL.format("sa")] == HOLDS
+    # a diverged run in the sweep: that kind's trend rows are not testable
+    diverged = losses.copy()
+    diverged.loc[
+        (diverged["kind"] == "sd") & (diverged["ratio"] == 8.0) & (diverged["seed"] == 0), "final"
+    ] = math.nan
+    verdicts = _verdicts(cpu, lens, diverged, areas)
+    assert (
+        verdicts[f"Faster query-key learning ({SPAN}) lowers sd's final validation loss"].word == NOT_TESTABLE
+    )
+    assert (
+        "did not lower"
+        in verdicts[f"Faster query-key learning ({SPAN}) sharpens sd's attention (entropy falls)"].why
+    )
+    # no sink in SA: the claims that XSA moves it are not testable
+    nosink = lens.copy()
+    nosink.loc[nosink["kind"] == "sa", "first_attention"] = 0.1 + 0.01 * nosink["seed"] - 0.01
+    verdicts = _verdicts(cpu, nosink, losses, areas)
+    v = verdicts["XSA puts less attention on the first token than SA (XSA as an implicit sink)"]
+    assert v.word == NOT_TESTABLE and "no sink to move" in v.why
+    # zero spread (a floor): not testable, never "does not hold"
+    floor = lens.copy()
+    floor.loc[floor["kind"].isin(["sa", "sd"]), "routing_energy"] = 0.0
+    verdicts = _verdicts(cpu, floor, losses, areas)
+    sd = "sd's heads split their model-space form into routing and filtering differently from SA's"
+    sd += " (routing energy share)"
+    assert verdicts[sd].word == NOT_TESTABLE
+    # one seed: nothing has an interval, every row is not testable
+    one = synthesis.configure(scale="cpu", device="cpu", seeds=[0])
+    lens, losses, areas = _tables(one)
+    claims = one.claims(sc.Evidence(lens=lens, losses=losses, faithfulness_areas=areas))
+    assert claims and all(c.verdict.word == NOT_TESTABLE for c in claims)
+
+
+def test_two_ratios_are_too_few_for_a_trend():
+    exp = synthesis.configure(scale="smoke", seeds=[0, 1, 2], kinds=["sa", "xsa"])
+    lens, losses, areas = _tables(exp)
+    verdicts = _verdicts(exp, lens, losses, areas)
+    rows = [v for claim, v in verdicts.items() if claim.startswith("Faster query-key learning")]
+    assert rows and all(v.word == NOT_TESTABLE and "a trend needs 3" in v.why for v in rows)

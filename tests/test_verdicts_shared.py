@@ -91,7 +91,8 @@ def test_slope_rule_fits_one_slope_per_unit():
     assert two_sizes.word == v.NOT_TESTABLE and "distinct" in two_sizes.why
     narrow = v.slope_rule([1, 2, 3], {0: [0, 1, 2], 1: [0, 1.1, 2]}, "above", min_ratio=8)
     assert narrow.word == v.NOT_TESTABLE and "spans" in narrow.why
-    flat = v.slope_rule(x, {0: [1.0] * 4, 1: [1.0] * 4}, "above")  # 0 % or 100 % at every size
+    assert v.slopes([0.1, 0.7, 1.3], {0: [0.3] * 3}) == {0: 0.0}  # exactly, not a rounding residue
+    flat = v.slope_rule(x, {0: [0.3] * 4, 1: [0.7] * 4}, "above")  # 0 % or 100 % at every size
     assert flat.word == v.NOT_TESTABLE
 
 
@@ -112,8 +113,10 @@ def test_every_unit_is_an_intersection_union_test():
     one_open = dict(strong, **{"layer 9": [0.1, -0.2, 0.3, 0.0, 0.05]})
     verdict = v.every_unit(one_open, "above")
     assert verdict.word == v.INCONCLUSIVE and "layer 9" in verdict.why and verdict.n == 5
-    refuted = dict(strong, **{"layer 9": [-1.0, -1.1, -0.9, -1.05, -0.95]})
-    assert v.every_unit(refuted, "above").word == v.DOES_NOT_HOLD
+    refuted = dict(one_open, **{"layer 10": [-1.0, -1.1, -0.9, -1.05, -0.95]})
+    verdict = v.every_unit(refuted, "above")
+    assert verdict.word == v.DOES_NOT_HOLD and "layer 10" in verdict.why
+    assert verdict.high < 0  # the refuting unit's interval is shown, not the open unit's
     one_seed = {f"layer {i}": [1.0] for i in range(3)}
     assert v.every_unit(one_seed, "above").word == v.NOT_TESTABLE
 

@@ -211,14 +211,17 @@ def equivalence_rule(values: Sequence[float], margin: float, null: float = 0.0) 
 
 
 def slopes(x: Sequence[float], ys_by_unit: Mapping[Hashable, Sequence[float]]) -> dict[Hashable, float]:
-    """The least-squares slope of each unit's ``ys`` against ``x`` (NaN where a y is not finite)."""
+    """The least-squares slope of each unit's ``ys`` against ``x`` (NaN where a y is not finite; exactly 0
+    where the ys are constant)."""
     xs = np.asarray(x, float)
     out = {}
     for unit, ys in ys_by_unit.items():
         y = np.asarray(ys, float)
         if y.shape != xs.shape:
             raise ValueError(f"slopes(): unit {unit!r} has {len(y)} values for {len(xs)} x values")
-        out[unit] = float(np.polyfit(xs, y, 1)[0]) if np.isfinite(y).all() else math.nan
+        # the closed form, so that a unit at a floor or ceiling (constant y) has a slope of exactly 0
+        dx = xs - xs.mean()
+        out[unit] = float((dx * (y - y.mean())).sum() / (dx * dx).sum()) if np.isfinite(y).all() else math.nan
     return out
 
 
@@ -306,7 +309,9 @@ def every_unit(values_by_unit: Mapping[Hashable, Sequence[float]], side: Side, n
         worst_unit, evidence = None, {}
     evidence |= {"n": k, "null": null, "rule": EVERY}
     names = lambda units: ", ".join(map(str, units))  # noqa: E731
-    if refuted:
+    if refuted:  # the evidence shown is the refuting unit's, whose interval lies on the other side
+        r = verdicts[refuted[0]]
+        evidence |= {"estimate": r.estimate, "low": r.low, "high": r.high, "detectable": r.detectable}
         return Verdict(DOES_NOT_HOLD, f"the interval lies on the other side of the null at {names(refuted)}",
                        **evidence)  # fmt: skip
     untestable = [u for u, v in verdicts.items() if v.word == NOT_TESTABLE]

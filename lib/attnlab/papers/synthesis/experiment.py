@@ -225,10 +225,12 @@ class SynthesisExperiment(PaperExperiment):
 
     # Claims -------------------------------------------------------------------------------------------------
 
-    def claims(self, lens: pd.DataFrame, losses: pd.DataFrame, faithfulness: pd.DataFrame) -> list[Claim]:
-        """The notebook's hypotheses, each judged against its control (:mod:`.claims`); ``faithfulness`` is
-        ``faithfulness_areas``."""
-        return synthesis_claims.claims(self, lens, losses, faithfulness)
+    def claims(self, evidence: synthesis_claims.Evidence) -> list[Claim]:
+        """The notebook's hypotheses, each judged against its control (:mod:`.claims`) from ``evidence``, the
+        named bundle of ``lens_table``, ``losses`` and ``faithfulness_areas``."""
+        if not isinstance(evidence, synthesis_claims.Evidence):
+            raise TypeError(f"claims() takes one synthesis Evidence bundle; got {type(evidence).__name__}")
+        return synthesis_claims.claims(self, evidence)
 
 
 def configure(

@@ -20,6 +20,7 @@ from attnlab.data.tasks import TASKS, accuracy, load_task
 from attnlab.errors import ParameterError
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment, with_steps
+from attnlab.papers.xsa.claims import Evidence
 from attnlab.papers.xsa.claims import claims as xsa_claims
 from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
 from attnlab.papers.xsa.presets import GPU_CORPUS, GPU_CORPUS_COMMAND, PAPER_TABLE1, PRESETS, Preset
@@ -426,20 +427,10 @@ class XSAExperiment(PaperExperiment):
 
     # Claims -------------------------------------------------------------------------------------------
 
-    def claims(
-        self,
-        grids: dict[str, Grid],
-        curves: pd.DataFrame,
-        diag: pd.DataFrame,
-        costs: pd.DataFrame,
-        seq: pd.DataFrame,
-        sinks: pd.DataFrame,
-        sink_mass: pd.DataFrame,
-        zero_shot: pd.DataFrame,
-    ) -> list[Claim]:
-        """Every claim of the paper, with a verdict computed from this run's measurements (see
-        :mod:`attnlab.papers.xsa.claims`)."""
-        return xsa_claims(self, grids, curves, diag, costs, seq, sinks, sink_mass, zero_shot)
+    def claims(self, evidence: Evidence) -> list[Claim]:
+        """Every claim of the paper, with a verdict computed from this run's measurements, gathered by name in
+        ``evidence`` (see :mod:`attnlab.papers.xsa.claims`)."""
+        return xsa_claims(self, evidence)
 
 
 def _count_params(model: GPTConfig) -> int:
