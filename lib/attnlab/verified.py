@@ -14,6 +14,7 @@ import hashlib
 import io
 import os
 import pickle
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,8 +33,14 @@ def record_path(path: Path) -> Path:
     return path.with_name(path.name + SUFFIX)
 
 
+class WriteFailed(OSError):
+    """A file could not be written (most often a full disk): names the file and the space left."""
+
+
 def _atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """``write(f)`` into a temporary sibling of ``path``, flushed to disk, then renamed over ``path``."""
+    """``write(f)`` into a temporary sibling of ``path``, flushed to disk, then renamed over ``path``. A
+    failed write (``torch.save`` reports a full disk as "inline_container ... unexpected pos") raises
+    :class:`WriteFailed` naming ``path`` and the free space on its disk; nothing is left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -42,6 +49,14 @@ def _atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:
+        if isinstance(err, WriteFailed):
+            raise
+        free = shutil.disk_usage(path.parent).free
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise WriteFailed(
+            f"could not write {path} ({reason}); {free / 2**20:,.0f} MiB free on its disk"
+        ) from err
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -27,9 +27,10 @@ README_END = "<!-- overview:end -->"
 
 def paper_folders(scale: str) -> list[Path]:
     """The folders under ``figures/<scale>/`` with a claims table, default-parameter runs only (a
-    ``<paper>--<parameters>`` folder is a variant)."""
+    ``<paper>--<parameters>`` folder is a variant; a hidden folder is an interrupted run's leftover)."""
     root = paths.figures_dir() / scale
-    return sorted(p.parent for p in root.glob("*/claims.csv") if "--" not in p.parent.name)
+    folders = (p.parent for p in root.glob("*/claims.csv"))
+    return sorted(f for f in folders if "--" not in f.name and not f.name.startswith("."))
 
 
 def verdict_word(verdict: str) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 from attnlab import paths
 from attnlab.errors import ParameterError
 from attnlab.papers import PAPERS
+from attnlab.runner.leftovers import remove_stale
 from attnlab.runner.params import SCALE_ENV, SCALES, parse_assignment
 from attnlab.runner.report import write_report
 from attnlab.training.launch import NPROC_ENV
@@ -120,7 +121,7 @@ def execute(source: Path, target: Path, parameters: dict[str, object], log_outpu
     import papermill
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial.ipynb")
+    partial = target.with_suffix(f".partial-{os.getpid()}.ipynb")  # removed by the next run if left
     failed = target.with_suffix(".failed.ipynb")
     try:
         papermill.execute_notebook(
@@ -228,6 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     names = [n for n in args.notebooks.replace(",", " ").split() if n] or list(PAPERS)
+    try:
+        paths.pin_environment()  # absolute folders, inherited by the kernels (which run in notebooks/)
+    except ParameterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for path in remove_stale():
+        print(f"removed what an interrupted run left: {path}")
     if args.store:
         os.environ[SCALE_ENV] = "smoke"  # the kernels inherit it: the notebooks' scale "auto" is smoke here
     try:

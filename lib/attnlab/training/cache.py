@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from attnlab.data import corpora as data
 from attnlab.data import shards
 from attnlab.data.tokenizer import ByteTokenizer, Tokenizer
 from attnlab.errors import CorruptFile, ParameterError
+from attnlab.locks import exclusive
 from attnlab.model import GPT, GPTConfig
 from attnlab.training import distributed
 from attnlab.training.trainer import TrainConfig, TrainResult, resolve_device, train
@@ -160,42 +162,47 @@ def train_cached(
     ctx, dev = distributed.setup(resolve_device(device))  # under torchrun: this rank's device
     run_dir = folder if folder is not None else run_folder(spec, dev)
     result_path = run_dir / "result.pt"
-    is_main = ctx.is_main
-    state = verified.load_or_discard(result_path, f"{label}: cached result not used", AGAIN, map_location=dev)
-    if state is not None:
-        model = GPT(spec.model).to(dev)
-        model.load_state_dict(state["model"])
+    # one process at a time per run (a second identical run waits, then loads); under torchrun every rank
+    # trains together, so the ranks do not lock against each other
+    with exclusive(run_dir, label) if not ctx.enabled else nullcontext(False):
+        is_main = ctx.is_main
+        state = verified.load_or_discard(
+            result_path, f"{label}: cached result not used", AGAIN, map_location=dev
+        )
+        if state is not None:
+            model = GPT(spec.model).to(dev)
+            model.load_state_dict(state["model"])
+            if is_main:
+                print(f"{label}: loaded from cache ({run_dir.name})")
+            return TrainResult(model, state["history"], state["timing"], cached=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
         if is_main:
-            print(f"{label}: loaded from cache ({run_dir.name})")
-        return TrainResult(model, state["history"], state["timing"], cached=True)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if is_main:
-        (run_dir / "config.json").write_text(json.dumps(spec_dict(spec)))
-    with distributed.main_first():  # rank 0 prepares a corpus's files, the others then read them
-        tokens = corpus_tokens(spec.corpus)
-    result = train(
-        spec.model,
-        spec.train,
-        tokens,
-        device=str(dev),
-        run_dir=run_dir,
-        progress=progress,
-        desc=label,
-        fsdp=fsdp,
-        micro_batch=micro_batch,
-    )
-    if is_main:
-        verified.save(
-            {"model": result.model.state_dict(), "history": result.history, "timing": result.timing},
-            result_path,
+            (run_dir / "config.json").write_text(json.dumps(spec_dict(spec)))
+        with distributed.main_first():  # rank 0 prepares a corpus's files, the others then read them
+            tokens = corpus_tokens(spec.corpus)
+        result = train(
+            spec.model,
+            spec.train,
+            tokens,
+            device=str(dev),
+            run_dir=run_dir,
+            progress=progress,
+            desc=label,
+            fsdp=fsdp,
+            micro_batch=micro_batch,
         )
-        verified.discard(run_dir / "checkpoint.pt")
-        print(
-            f"{label}: trained {spec.train.steps} steps, {result.tokens_per_s:,.0f} tokens/s, "
-            f"final val loss {result.final_val_loss:.3f}"
-        )
-    distributed.barrier()  # every rank returns once the result is stored
-    return result
+        if is_main:
+            verified.save(
+                {"model": result.model.state_dict(), "history": result.history, "timing": result.timing},
+                result_path,
+            )
+            verified.discard(run_dir / "checkpoint.pt")
+            print(
+                f"{label}: trained {spec.train.steps} steps, {result.tokens_per_s:,.0f} tokens/s, "
+                f"final val loss {result.final_val_loss:.3f}"
+            )
+        distributed.barrier()  # every rank returns once the result is stored
+        return result
 
 
 def spec_dict(spec: RunSpec) -> dict:
@@ -248,13 +255,15 @@ def cached_result(
     so a first run and a cached re-run see identical objects. Returns ``(result, loaded_from_cache)``.
     """
     path = result_path(kind, config, data, code)
-    stored = verified.load_or_discard(path, f"{kind}: cached result not used", AGAIN, map_location="cpu")
-    if stored is not None:
-        return stored, True
-    verified.save(compute(), path)
-    # Read it back as a later run will: a result weights_only cannot load fails now, not on the re-run.
-    try:
-        return verified.load(path, map_location="cpu"), False
-    except CorruptFile:
-        verified.discard(path)
-        raise
+    # a second identical computation waits, then loads (not under torchrun, where ranks compute together)
+    with exclusive(path, kind) if not distributed.context().enabled else nullcontext(False):
+        stored = verified.load_or_discard(path, f"{kind}: cached result not used", AGAIN, map_location="cpu")
+        if stored is not None:
+            return stored, True
+        verified.save(compute(), path)
+        # Read it back as a later run will: a result weights_only cannot load fails now, not on the re-run.
+        try:
+            return verified.load(path, map_location="cpu"), False
+        except CorruptFile:
+            verified.discard(path)
+            raise

@@ -54,8 +54,18 @@ def config_from(cls: type, base: dict, items: list[str]) -> GPTConfig | TrainCon
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 
 
+CONFIG_KEYS = ("model", "train", "corpus")  # the top-level keys of a run's config.json
+
+
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
     base = json.loads(args.config.read_text()) if args.config else {}
+    if not isinstance(base, dict):
+        raise ValueError(f"{args.config} must hold a JSON object with keys {list(CONFIG_KEYS)}")
+    unknown = sorted(set(base) - set(CONFIG_KEYS))
+    if unknown:
+        raise ValueError(
+            f"{args.config}: unknown key(s) {unknown}; a run's config.json has {list(CONFIG_KEYS)}"
+        )
     corpus = args.corpus or base.get("corpus", "shakespeare")
     spec = RunSpec(
         config_from(GPTConfig, base.get("model", {}), args.model_config),
@@ -79,7 +89,9 @@ def check_out(out: Path, spec: RunSpec, resume: bool) -> None:
         raise ValueError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
     config = out / "config.json"
     wanted = json.loads(json.dumps(spec_dict(spec)))  # as JSON reads it back: tuples become lists
-    if started and config.is_file() and json.loads(config.read_text()) != wanted:
+    if started and not config.is_file():
+        raise ValueError(f"{out} holds a run but no config.json: its configuration cannot be checked")
+    if started and json.loads(config.read_text()) != wanted:
         raise ValueError(f"{out} holds a run of another configuration ({config})")
 
 

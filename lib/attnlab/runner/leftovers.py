@@ -1,0 +1,66 @@
+"""What an interrupted run leaves behind, and its removal at the next run.
+
+A run killed mid-way can leave: a staging folder of figures (``figures/.staging-<notebook>-<pid>/``), an old
+output folder renamed aside while publishing (``figures/<scale>/.old-<paper>-<pid>/``), a half-executed
+notebook (``build/notebooks/<scale>/<name>.partial-<pid>.ipynb``) and a training run's folder holding only its
+``config.json`` (the run failed before its first checkpoint). :func:`remove_stale` deletes each of them whose
+process is no longer alive (and, for a run folder, whose lock nobody holds); nothing is ever listed as a
+result. The previous complete outputs stay as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from attnlab import paths
+from attnlab.locks import is_locked
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (this one's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _owner(name: str) -> int | None:
+    """The process id a leftover's name ends with (``.staging-xsa-123``, ``x.partial-123``), if any."""
+    found = re.search(r"-(\d+)$", name.removesuffix(".ipynb"))
+    return int(found.group(1)) if found else None
+
+
+def stale_leftovers() -> list[Path]:
+    """Every leftover of a run whose process is gone (see the module docstring)."""
+    figures, build = paths.figures_dir(), paths.build_dir()
+    found = [
+        *figures.glob(".staging-*"),
+        *figures.glob("*/.old-*"),
+        *build.glob("notebooks/*/*.partial*.ipynb"),
+    ]
+    stale = []
+    for path in found:
+        pid = _owner(path.name)
+        if pid is None or not alive(pid):  # a name without a pid comes from an older version: stale
+            stale.append(path)
+    for run in build.glob("runs/*"):
+        if run.is_dir() and {p.name for p in run.iterdir()} <= {"config.json"} and not is_locked(run):
+            stale.append(run)
+    return sorted(stale)
+
+
+def remove_stale() -> list[Path]:
+    """Delete :func:`stale_leftovers`; return what was removed."""
+    removed = stale_leftovers()
+    for path in removed:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return removed

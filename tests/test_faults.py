@@ -1,0 +1,178 @@
+"""Faults a hostile user found (issue "Nothing stale, nothing stranded"), one test each: relative output
+folders, leftovers of killed runs, a full disk, misspelt configs, resuming a folder that cannot be checked,
+two identical runs at once, and planted bugs the suite used to miss."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import attnlab.training.trainer as trainer_module
+from attnlab import paths, verified
+from attnlab.errors import ParameterError
+from attnlab.model import GPTConfig
+from attnlab.runner import leftovers
+from attnlab.training.cache import RunSpec, cached_result
+from attnlab.training.trainer import TrainConfig, train
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def dead_pid() -> int:
+    """The id of a process that has exited."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_relative_figures_folder_is_pinned_absolute_and_the_source_tree_refused(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTNLAB_FIGURES", "out/figs")
+    paths.pin_environment()
+    assert os.environ["ATTNLAB_FIGURES"] == str(tmp_path / "out" / "figs")
+    monkeypatch.chdir(ROOT / "notebooks")  # where a notebook kernel runs
+    assert paths.figures_dir() == tmp_path / "out" / "figs"  # pinned: the kernel finds the same folder
+    monkeypatch.setenv("ATTNLAB_FIGURES", "figures")  # relative, read in notebooks/: into the source tree
+    with pytest.raises(ParameterError, match="source"):
+        paths.figures_dir()
+    monkeypatch.setenv("ATTNLAB_BUILD", str(ROOT / "lib" / "x"))
+    with pytest.raises(ParameterError, match="ATTNLAB_BUILD"):
+        paths.build_dir()
+
+
+def test_the_runner_refuses_an_output_folder_in_the_source_tree(monkeypatch, capsys):
+    from attnlab.runner.run import main
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(ROOT / "notebooks" / "figs"))
+    assert main(["--scale", "smoke", "--notebooks", "xsa"]) == 2
+    assert "points into the checkout's source" in capsys.readouterr().err
+    assert not (ROOT / "notebooks" / "figs").exists()
+
+
+def test_leftovers_of_dead_runs_are_removed_and_never_listed(monkeypatch, tmp_path):
+    from attnlab.runner.claims import Claim, write_claims
+    from attnlab.runner.report import paper_folders
+    from attnlab.runner.verdicts import HOLDS, Verdict
+
+    figures, build = tmp_path / "figures", tmp_path / "build"
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(figures))
+    monkeypatch.setenv("ATTNLAB_BUILD", str(build))
+    gone, live = dead_pid(), os.getpid()
+    claim = [Claim("Fig. 1", "c", "p", "o", Verdict(HOLDS))]
+    write_claims(claim, figures / "cpu" / "xsa", "XSA")
+    write_claims(claim, figures / "cpu" / f".old-xsa-{gone}", "XSA")  # a kill while publishing
+    stale = [
+        figures / "cpu" / f".old-xsa-{gone}",
+        figures / f".staging-xsa-{gone}",
+        build / "notebooks" / "cpu" / f"xsa.partial-{gone}.ipynb",
+        build / "notebooks" / "cpu" / "xsa.partial.ipynb",  # an older version's name, without a pid
+        build / "runs" / "k1",  # a failed training run: config.json only
+    ]
+    kept = [
+        figures / f".staging-qk-{live}",
+        build / "notebooks" / "cpu" / f"qk.partial-{live}.ipynb",
+        build / "runs" / "k2",
+    ]
+    for path in [*stale, *kept]:
+        if path.suffix == ".ipynb":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}")
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+    for run in ("k1", "k2"):
+        (build / "runs" / run / "config.json").write_text("{}")
+    (build / "runs" / "k2" / "checkpoint.pt").write_bytes(b"x")  # resumable: kept
+    assert [f.name for f in paper_folders("cpu")] == ["xsa"]  # the .old- folder is never a paper
+    assert leftovers.remove_stale() == sorted(stale)
+    assert not any(p.exists() for p in stale) and all(p.exists() for p in kept)
+    assert (figures / "cpu" / "xsa" / "claims.csv").exists()
+
+
+def test_a_full_disk_names_the_file_and_the_free_space(tmp_path):
+    target = tmp_path / "checkpoint.pt"
+
+    def full(_f):
+        raise RuntimeError("[enforce fail at inline_container.cc:778] . PytorchStreamWriter failed writing "
+                           "file data/0: file write failed\nunexpected pos 64 vs 0")  # fmt: skip
+
+    with pytest.raises(verified.WriteFailed, match=r"checkpoint\.pt .*MiB free"):
+        verified.write_with(target, full)
+    assert list(tmp_path.iterdir()) == []  # no temporary file, no record, no half-written file
+
+
+def test_a_misspelt_config_key_is_an_error(tmp_path, capsys):
+    from attnlab.training.launch import main
+
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({"modle": {"n_layer": 1}, "train": {"steps": 1}}))
+    assert main(["--config", str(config), "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    assert "unknown key(s) ['modle']" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_resume_into_a_folder_without_its_config_is_refused(tmp_path):
+    from attnlab.training.launch import check_out
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "result.pt").write_bytes(b"x")
+    spec = RunSpec(GPTConfig(n_layer=1), TrainConfig(steps=1))
+    with pytest.raises(ValueError, match="no config.json"):
+        check_out(out, spec, resume=True)
+
+
+def test_two_identical_computations_at_once_compute_once(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path))
+    first = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""
+            import time
+            from attnlab.training.cache import cached_result
+            def slow():
+                time.sleep(3)
+                return {"value": 1}
+            cached_result("lock_test", {"a": 1}, slow)
+        """)],
+        env={**os.environ, "ATTNLAB_BUILD": str(tmp_path)},
+    )  # fmt: skip
+    lock = tmp_path / "results" / "lock_test"
+    deadline = time.time() + 30
+    while not list(lock.glob("*.lock")) and time.time() < deadline:  # the first holds the lock
+        time.sleep(0.05)
+
+    def must_not_run():
+        raise AssertionError("the second identical computation ran instead of waiting for the first")
+
+    result, loaded = cached_result("lock_test", {"a": 1}, must_not_run)
+    assert first.wait(timeout=60) == 0
+    assert result == {"value": 1} and loaded
+
+
+def test_the_trainer_feeds_a_new_batch_every_step(monkeypatch):
+    seen = []
+    original = trainer_module.sample_batch
+
+    def recording(*args, **kwargs):
+        x, y = original(*args, **kwargs)
+        seen.append(x.clone())
+        return x, y
+
+    monkeypatch.setattr(trainer_module, "sample_batch", recording)
+    g = torch.Generator().manual_seed(0)
+    text = torch.randint(0, 40, (3000,), generator=g, dtype=torch.uint8)
+    cfg = TrainConfig(steps=5, batch_size=4, seq_len=16, eval_every=5, eval_batches=1, warmup_steps=1)
+    train(GPTConfig(n_layer=1, d_model=16, n_head=1, head_dim=16, block_size=16), cfg,
+          {"train": text[:2500], "validation": text[2500:]}, device="cpu", progress=False)  # fmt: skip
+    assert len(seen) == 5
+    assert all(not torch.equal(seen[i], seen[j]) for i in range(5) for j in range(i))
+
+
+def test_a_runs_key_covers_its_device():
+    spec = RunSpec(GPTConfig(n_layer=1), TrainConfig(steps=1))
+    assert spec.key(torch.device("cpu")) != spec.key(torch.device("cuda"))
+    assert spec.key(torch.device("cpu")) == spec.key(torch.device("cpu"))
