@@ -1,19 +1,22 @@
 """The contribution-weights notebook's claims table (arXiv 2606.07604): each claim's verdict is a pure
-function of numbers (``verdict_*``, ``saturation_gate``), and :func:`claims` measures those numbers on the
-experiment's results and writes the rows.
+function of numbers (``verdict_*``, ``saturation_gate``), judged by the project's one decision rule
+(:mod:`attnlab.runner.verdicts`), and :func:`claims` measures those numbers on the experiment's results
+(one :class:`Evidence` bundle) and writes the rows.
 
-The faithfulness, anti-alignment and downstream verdicts rest on intervals over windows (or items): a step
-"holds" only when the 95% t-interval of the paired difference excludes 0 on the paper's side
-(``attnlab.runner.verdicts.interval_excludes``). The qualitative sink claims have no spread (one model):
-their ``estimate`` is the smallest margin by which the thresholds are met, against 0."""
+Every comparison pairs by name: windows (faithfulness, anti-alignment), items (downstream), layers (the
+per-layer sink statistics of one model). A claim with several parts ("raw < value-weighted < contribution",
+"large attention but little contribution") is their conjunction (:func:`all_of`); a claim judged under
+several conditions (text sets x layer sets, or tasks) counts the conditions' verdicts
+(:func:`verdict_conditions`). The paper states no thresholds; the few this table uses are the module's
+constants below, fixed before the run."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from attnlab.papers.contribution_weights.faithfulness import window_areas
@@ -24,33 +27,91 @@ from attnlab.runner.verdicts import (
     HOLDS,
     INCONCLUSIVE,
     NOT_TESTABLE,
+    Side,
     Verdict,
     above_chance,
-    interval_excludes,
+    gated,
+    mean_rule,
+    not_testable,
+    paired_rule,
+    share_rule,
 )
 
 if TYPE_CHECKING:
     from attnlab.papers.contribution_weights.experiment import ContributionExperiment
 
-FIRST_TOKEN_ATTENTION = 0.3  # Fig. 1: the first token's mean attention must exceed this
-TAIL_CORRELATION = 0.3  # the tail's contribution must correlate above this with attention and geometry
-HEAD_MAJORITY = 0.5  # more than this share of heads with an interior binned minimum
-SATURATION_SHARE = 0.5  # saturated: the smallest fraction gives more than this share of the largest's effect
+#: Fig. 1, "a large attention mass": the first token's mean attention must exceed this (this project's
+#: convention, fixed before the first run: the paper shows two heads and states no number).
+FIRST_TOKEN_ATTENTION = 0.3
+#: "driven by attention and alignment jointly": the tail's contribution must correlate above this with each
+#: (a conventional "moderate" correlation, fixed before the first run; the paper states no number).
+TAIL_CORRELATION = 0.3
+#: "the majority of heads": the share of heads with an interior binned minimum, against this threshold.
+HEAD_MAJORITY = 0.5
+#: Saturated: the smallest fraction already gives more than this share of the largest fraction's effect for
+#: every measure, so the curves are flat and cannot order the measures (this project's gate).
+SATURATION_SHARE = 0.5
+
+ALL_OF = "all of the parts, each by its rule; one part refuted refutes the claim"
+CONDITIONS = (
+    "conditions, each by its rule: holds when every testable one holds; does not hold when none holds and "
+    "most refute; inconclusive otherwise (also when most are inconclusive)"
+)
+SATURATION = "gate: the curves must not saturate at the smallest fraction"
+
+_ORDER = (DOES_NOT_HOLD, NOT_TESTABLE, INCONCLUSIVE)  # what decides a conjunction, first to last
 
 
-def _smallest(*margins: float) -> float:
-    """The smallest margin, NaN if any is NaN (``min`` would depend on the order)."""
-    return math.nan if any(math.isnan(m) for m in margins) else min(margins)
+def _toward(v: Verdict, side: Side) -> float:
+    """How far ``v``'s interval reaches towards ``side`` of its null at its near end (-inf without one)."""
+    ends = [(x - v.null) if side == "above" else (v.null - x) for x in (v.low, v.high)]
+    return -math.inf if any(math.isnan(e) for e in ends) else min(ends)
 
 
-def verdict_first_token(attention: float, contribution: float, layers: int) -> Verdict:
+def _weakest(verdicts: Mapping[str, Verdict], side: Side) -> str:
+    """The name of the verdict whose interval reaches least far towards ``side`` (the first one on a tie or
+    where none has an interval)."""
+    return min(verdicts, key=lambda k: _toward(verdicts[k], side))
+
+
+def all_of(parts: Mapping[str, Verdict], side: Side = "above") -> Verdict:
+    """A conjunction of verdicts ("a and b"): does not hold when a part does not (naming it: one refuted part
+    refutes the conjunction); else not testable when a part is (its reason); else inconclusive when a part
+    is (naming the undecided parts); else holds. The evidence is the deciding part's: the first refuted,
+    untestable or undecided one; when every part holds, the weakest (its interval reaches least far towards
+    ``side``, the parts' claimed side)."""
+    if not parts:
+        raise ValueError("no parts to judge")
+    for word in _ORDER:
+        named = [name for name, v in parts.items() if v.word == word]
+        if named:
+            v = parts[named[0]]
+            if word == INCONCLUSIVE:
+                why = f"{', '.join(named)} undecided ({named[0]}: {v.why})"
+            else:
+                why = "; ".join(f"{name}: {parts[name].why}" for name in named)
+            return Verdict(word, why, v.estimate, v.low, v.high, v.n, v.null, v.margin, v.detectable,
+                           f"{ALL_OF}; shown: {named[0]} ({v.rule})")  # fmt: skip
+    name = _weakest(parts, side)
+    v = parts[name]
+    return Verdict(HOLDS, f"every part holds (weakest: {name}: {v.why})", v.estimate, v.low, v.high, v.n,
+                   v.null, v.margin, v.detectable, f"{ALL_OF}; shown: {name} ({v.rule})")  # fmt: skip
+
+
+def verdict_first_token(
+    attention: Mapping[Hashable, float], contribution: Mapping[Hashable, float]
+) -> Verdict:
     """Fig. 1, "the first token gets a large attention mass but contributes little", from the first token's
-    mean attention and mean contribution weight over ``layers`` layers: holds when the attention exceeds 0.3
-    and the contribution is below half of it, else does not hold. Estimate: the smaller margin,
-    min(attention - 0.3, attention / 2 - contribution), against 0."""
-    word = HOLDS if attention > FIRST_TOKEN_ATTENTION and contribution < attention / 2 else DOES_NOT_HOLD
-    margin = _smallest(attention - FIRST_TOKEN_ATTENTION, attention / 2 - contribution)
-    return Verdict(word, estimate=margin, n=layers, null=0.0)
+    mean attention and mean contribution weight per layer (``{layer: value}``; the layers of one model are
+    the units): the mean attention lies above ``FIRST_TOKEN_ATTENTION`` (:func:`mean_rule`) and the
+    contribution below half the attention, paired by layer (:func:`paired_rule` of attention / 2 -
+    contribution above 0); :func:`all_of` the two."""
+    half = {layer: a / 2 for layer, a in attention.items()}
+    return all_of({
+        f"mean attention > {FIRST_TOKEN_ATTENTION:g}": mean_rule(list(attention.values()), "above",
+                                                                 FIRST_TOKEN_ATTENTION),
+        "contribution < attention / 2": paired_rule(half, contribution, "above"),
+    })  # fmt: skip
 
 
 def saturation_gate(small: Mapping[str, float], large: Mapping[str, float]) -> Verdict | None:
@@ -65,142 +126,159 @@ def saturation_gate(small: Mapping[str, float], large: Mapping[str, float]) -> V
     lowest = min(shares.values())
     if lowest > SATURATION_SHARE:
         why = f"saturated (the smallest fraction gives >= {lowest:.0%} of the largest's effect everywhere)"
-        return Verdict(NOT_TESTABLE, why, lowest, n=len(shares), null=SATURATION_SHARE)
+        return not_testable(why, estimate=lowest, n=len(shares), null=SATURATION_SHARE, rule=SATURATION)
     return None
 
 
-def all_of(parts: Mapping[str, Verdict]) -> Verdict:
-    """A conjunction of verdicts: holds when every part holds; not testable when a part is (its reason);
-    does not hold when a part does not (naming it); else inconclusive (naming the undecided parts). The
-    evidence is the deciding part's (the first failing, else undecided, else the first part)."""
-    if not parts:
-        raise ValueError("no parts to judge")
-    for word in (NOT_TESTABLE, DOES_NOT_HOLD, INCONCLUSIVE):
-        named = [name for name, v in parts.items() if v.word == word]
-        if named:
-            v = parts[named[0]]
-            why = (
-                v.why
-                if word == NOT_TESTABLE
-                else ", ".join(named) + (" undecided" if word == INCONCLUSIVE else "")
-            )
-            return Verdict(word, why, v.estimate, v.low, v.high, v.n, v.null)
-    v = next(iter(parts.values()))
-    return Verdict(HOLDS, "", v.estimate, v.low, v.high, v.n, v.null)
+def verdict_steps(steps: Mapping[str, tuple[Mapping[Hashable, float], Mapping[Hashable, float]]]) -> Verdict:
+    """One condition of an ordering claim, e.g. "raw < value-weighted < contribution": ``steps`` maps each
+    step to the two conditions ``(a, b)`` (``{window or item: value}``) whose difference a - b the paper puts
+    above 0. Each step by :func:`paired_rule` (paired by name), the steps through :func:`all_of`."""
+    return all_of({step: paired_rule(a, b, "above") for step, (a, b) in steps.items()})
 
 
-def verdict_steps(diffs: Mapping[str, Sequence[float]]) -> Verdict:
-    """One condition of an ordering claim, e.g. "raw < value-weighted < contribution": ``diffs`` maps each
-    step to its paired differences over windows (or items), signed so that the paper's side is above 0.
-    Each step goes through ``interval_excludes(..., "above", 0)`` and the steps through :func:`all_of`."""
-    return all_of({step: interval_excludes(list(d), "above", 0.0) for step, d in diffs.items()})
-
-
-def verdict_conditions(verdicts: Mapping[str, Verdict]) -> Verdict:
-    """A claim judged under several conditions (text sets x layer sets, or tasks): the testable ones decide.
-    Not testable when none is (the first one's reason); holds when every testable one holds, does not hold
-    when none does, else inconclusive ("k of n conditions"). Estimate: the share of testable conditions on
-    which it holds; n: the testable conditions."""
+def verdict_conditions(verdicts: Mapping[str, Verdict], side: Side = "above") -> Verdict:
+    """A claim judged under several conditions (text sets x layer sets, or tasks), from each condition's
+    verdict. The testable ones decide: not testable when none is (the first one's reason); holds when every
+    testable one holds; inconclusive when most testable ones are inconclusive; does not hold when none holds
+    and (so) most refute; inconclusive otherwise (the conditions disagree). A condition whose interval
+    contains the null is inconclusive and never counts as refuting. The reason gives the counts; the
+    evidence is the weakest testable condition's (its interval reaches least far towards ``side``), with n
+    the number of testable conditions."""
     if not verdicts:
         raise ValueError("no conditions to judge")
     testable = {k: v for k, v in verdicts.items() if v.word != NOT_TESTABLE}
     if not testable:
-        return Verdict(NOT_TESTABLE, next(iter(verdicts.values())).why, n=0)
-    held = sum(v.word == HOLDS for v in testable.values())
-    share, n = held / len(testable), len(testable)
+        first = next(iter(verdicts.values()))
+        return Verdict(NOT_TESTABLE, first.why, n=0, rule=CONDITIONS)
+    n = len(testable)
+    by_word = {
+        w: [k for k, v in testable.items() if v.word == w] for w in (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE)
+    }
+    held, refuted, open_ = (len(by_word[w]) for w in (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE))
+    counts = (
+        f"holds in {held}, does not hold in {refuted}, inconclusive in {open_} of {n} testable conditions"
+    )
     skipped = len(verdicts) - n
-    note = f"; {skipped} of {len(verdicts)} conditions not testable" if skipped else ""
+    if skipped:
+        counts += f"; {skipped} of {len(verdicts)} not testable"
+    for word, label in ((HOLDS, "holds"), (DOES_NOT_HOLD, "does not hold")):
+        if 0 < len(by_word[word]) < n:
+            counts += f"; {label} at {', '.join(map(str, by_word[word]))}"
+    weakest = _weakest(testable, side)
+    w = testable[weakest]
+    evidence = {"estimate": w.estimate, "low": w.low, "high": w.high, "n": n, "null": w.null,
+                "detectable": w.detectable, "rule": CONDITIONS}  # fmt: skip
     if held == n:
-        return Verdict(HOLDS, f"in all {n} testable conditions{note}", share, n=n)
+        return Verdict(HOLDS, f"{counts} (weakest: {weakest})", **evidence)
+    if open_ > n / 2:
+        return Verdict(INCONCLUSIVE, f"most conditions inconclusive: {counts}", **evidence)
     if held == 0:
-        return Verdict(DOES_NOT_HOLD, f"in none of {n} testable conditions{note}", share, n=n)
-    return Verdict(INCONCLUSIVE, f"holds in {held} of {n} testable conditions{note}", share, n=n)
+        return Verdict(DOES_NOT_HOLD, counts, **evidence)
+    return Verdict(INCONCLUSIVE, f"the conditions disagree: {counts}", **evidence)
 
 
 def verdict_downstream(per_task: Mapping[str, Verdict], gates: Mapping[str, Verdict | None]) -> Verdict:
     """Downstream, "interventions guided by contribution weights hurt accuracy most (top zeroed) and least
     (bottom zeroed)": ``per_task`` verdicts of the paired per-item comparisons and each task's
-    ``above_chance`` gate (None: the clean model is above chance). Tasks at chance are set aside; not testable
-    when every task is at chance, else :func:`verdict_conditions` over the others."""
+    ``above_chance`` gate (None: the clean model is above chance). A task at chance is not testable (its
+    gate, :func:`gated`); not testable when every task is at chance, else :func:`verdict_conditions`."""
     if set(per_task) != set(gates):
         raise ValueError(f"tasks differ: {sorted(per_task)} vs {sorted(gates)}")
-    kept = {t: v for t, v in per_task.items() if gates[t] is None}
-    if not kept:
-        return Verdict(NOT_TESTABLE, "the clean model is not above chance on any task", n=0)
-    return verdict_conditions(kept)
+    if all(g is not None for g in gates.values()):
+        return not_testable("the clean model is not above chance on any task", n=0, rule=CONDITIONS)
+    return verdict_conditions({t: gated(gates[t], v, t) for t, v in per_task.items()})
 
 
 def verdict_decomposition(
-    sink_attention: float, sink_geometry: float, tail_attention: float, tail_geometry: float, layers: int
+    sink_attention: Mapping[Hashable, float],
+    sink_geometry: Mapping[Hashable, float],
+    tail_attention: Mapping[Hashable, float],
+    tail_geometry: Mapping[Hashable, float],
 ) -> Verdict:
     """The claim "the sink's contribution is driven by value geometry, not attention; the tail's by attention
-    and alignment jointly", from the correlations (mean over ``layers`` layers) of the contribution weight
-    with attention and with geometry (norm ratio x cosine) for the sink and for the tail: holds when the
-    sink's correlation with geometry exceeds its correlation with attention and both of the tail's exceed 0.3,
-    else does not hold. Estimate: the smallest margin, against 0."""
-    sink_geo = sink_geometry > sink_attention
-    tail_joint = tail_attention > TAIL_CORRELATION and tail_geometry > TAIL_CORRELATION
-    margin = _smallest(
-        sink_geometry - sink_attention, tail_attention - TAIL_CORRELATION, tail_geometry - TAIL_CORRELATION
-    )
-    return Verdict(HOLDS if sink_geo and tail_joint else DOES_NOT_HOLD, estimate=margin, n=layers, null=0.0)
+    and alignment jointly", from the per-layer correlations (``{layer: r}``) of the contribution weight with
+    attention and with geometry (norm ratio x cosine), for the sink and for the tail: the sink's correlation
+    with geometry exceeds its correlation with attention (paired by layer), and the tail's mean correlation
+    with each lies above ``TAIL_CORRELATION`` (:func:`mean_rule`); :func:`all_of` the three."""
+    layers = set(sink_attention)
+    if not all(set(m) == layers for m in (sink_geometry, tail_attention, tail_geometry)):
+        raise ValueError("the four correlations must cover the same layers")
+    return all_of({
+        "sink: r(c, geometry) > r(c, attention)": paired_rule(sink_geometry, sink_attention, "above"),
+        f"tail: r(c, attention) > {TAIL_CORRELATION:g}": mean_rule(list(tail_attention.values()), "above",
+                                                                  TAIL_CORRELATION),
+        f"tail: r(c, geometry) > {TAIL_CORRELATION:g}": mean_rule(list(tail_geometry.values()), "above",
+                                                                 TAIL_CORRELATION),
+    })  # fmt: skip
 
 
-def verdict_anti_aligned(sink: Sequence[float], controls: Mapping[str, Sequence[float]]) -> Verdict:
+def verdict_anti_aligned(
+    sink: Mapping[Hashable, float], controls: Mapping[str, Mapping[Hashable, float]]
+) -> Verdict:
     """The claim "the sink's projected values are anti-aligned with the other tokens'", against controls:
-    ``sink`` holds one mean cos(v~_0, v~_j) per window, ``controls`` the same statistic per window for
-    ordinary positions p (cos(v~_p, v~_j)). Holds when the sink's interval lies below 0 and, paired by window,
-    below every control's; through :func:`all_of`, so the evidence is the deciding step's."""
-    steps = {"sink cosine < 0": interval_excludes(list(sink), "below", 0.0)}
+    ``sink`` holds one mean cos(v~_0, v~_j) per window (``{window: cosine}``), ``controls`` the same statistic
+    per window for ordinary positions p (cos(v~_p, v~_j)). The sink's mean lies below 0 (:func:`mean_rule`)
+    and, paired by window, below every control's (:func:`paired_rule`); :func:`all_of` the parts."""
+    steps = {"sink cosine < 0": mean_rule(list(sink.values()), "below", 0.0)}
     for name, values in controls.items():
-        diff = np.asarray(sink, dtype=float) - np.asarray(values, dtype=float)
-        steps[f"sink < {name}"] = interval_excludes(diff.tolist(), "below", 0.0)
-    return all_of(steps)
+        steps[f"sink < {name}"] = paired_rule(sink, values, "below")
+    return all_of(steps, side="below")
 
 
 def verdict_convex_minimum(inside: int, heads: int) -> Verdict:
     """The claim "output norm is a convex function of the sink rate with its minimum at a sink rate below 1",
-    from the number of heads whose binned ||o|| has an interior minimum (``sinks.binned_minimum``): holds
-    when that is more than half of the ``heads``, else does not hold. Estimate: the share, against 0.5."""
-    if heads < 1:
-        raise ValueError("no heads to judge")
-    word = HOLDS if inside > heads / 2 else DOES_NOT_HOLD
-    return Verdict(word, estimate=inside / heads, n=heads, null=HEAD_MAJORITY)
+    read as "the majority of heads": the share of ``heads`` whose binned ||o|| has an interior minimum
+    (``sinks.binned_minimum``), by :func:`share_rule` (Wilson interval) against ``HEAD_MAJORITY``."""
+    return share_rule(inside, heads, HEAD_MAJORITY, "above")
 
 
 def verdict_sink_removal(
-    ppl: tuple[float, float], cone: tuple[float, float], noise: tuple[float, float]
+    ppl: tuple[float, float],
+    cone: tuple[Mapping[Hashable, float], Mapping[Hashable, float]],
+    noise: tuple[Mapping[Hashable, float], Mapping[Hashable, float]],
 ) -> Verdict:
     """The claim "removing the sink's value norm collapses head outputs into a cone; PPL and noise rise", from
-    (clean, sink removed) pairs of the perplexity, the cone concentration and the output-norm spread (noise):
-    holds when all three rise; does not hold when neither the cone nor the perplexity (the paper's two main
-    effects) rises; else inconclusive, naming what rises. Estimate: the perplexity's rise, against 0."""
-    rises = {"cone": cone[1] > cone[0], "PPL": ppl[1] > ppl[0], "noise": noise[1] > noise[0]}
+    (clean, sink removed) pairs: the perplexity (one number per state, pooled over every window: no interval,
+    so that part is not testable here), and the cone concentration and output-norm spread (noise) per layer
+    (``{layer: value}``), each rising, paired by layer (:func:`paired_rule`); :func:`all_of` the three."""
     rise = ppl[1] - ppl[0]
-    if all(rises.values()):
-        return Verdict(HOLDS, estimate=rise, n=1, null=0.0)
-    if not (rises["cone"] or rises["PPL"]):
-        return Verdict(DOES_NOT_HOLD, estimate=rise, n=1, null=0.0)
-    why = ", ".join(f"{what} {'rises' if up else 'does not rise'}" for what, up in rises.items())
-    return Verdict(INCONCLUSIVE, why, estimate=rise, n=1, null=0.0)
+    return all_of({
+        "cone rises": paired_rule(cone[1], cone[0], "above"),
+        "PPL rises": not_testable(
+            f"one perplexity per state, pooled over the windows ({ppl[0]:.4g} -> {ppl[1]:.4g}): no interval",
+            estimate=rise, n=1, null=0.0),
+        "noise rises": paired_rule(noise[1], noise[0], "above"),
+    })  # fmt: skip
 
 
-def _with_criterion(
-    figure: str, claim: str, paper: str, ours: str, verdict: Verdict, criterion: str
-) -> Claim:
-    """A row whose verdict text names its criterion, "word (criterion: ...)", with the verdict's evidence."""
-    return Claim(
-        figure,
-        claim,
-        paper,
-        ours,
-        f"{verdict} (criterion: {criterion})",
-        verdict.estimate,
-        verdict.low,
-        verdict.high,
-        verdict.n or None,
-        verdict.null,
-    )
+# --- the evidence and the table ---------------------------------------------------------------------------
+
+_CURVE_COLUMNS = {"text", "layers", "scope", "mode", "measure", "window", "fraction", "delta_ppl"}
+_DOWNSTREAM_COLUMNS = {"task", "item", "measure", "mode", "credit", "chance"}
+_SINK_RESULTS = {"decomposition", "decomposition_bos", "positions", "fits", "spread", "ppl"}
+
+
+@dataclass(frozen=True, eq=False)
+class Evidence:
+    """Everything the claims table is judged on, by name (the notebook's results, unchanged)."""
+
+    pretrained_curves: pd.DataFrame  # ContributionExperiment.faithfulness(): per-window delta-PPL curves
+    downstream: pd.DataFrame  # ContributionExperiment.downstream(): per-item credits, clean and intervened
+    sinks: Mapping[str, Any]  # ContributionExperiment.sinks(): the sink analyses' frames and perplexities
+    own_curves: pd.DataFrame  # ContributionExperiment.own_model()[1]: this project's GPT's curves
+
+    def __post_init__(self) -> None:
+        for name, frame, columns in (
+            ("pretrained_curves", self.pretrained_curves, _CURVE_COLUMNS),
+            ("own_curves", self.own_curves, _CURVE_COLUMNS),
+            ("downstream", self.downstream, _DOWNSTREAM_COLUMNS),
+        ):
+            if not isinstance(frame, pd.DataFrame) or not columns <= set(frame.columns):
+                have = sorted(frame.columns) if isinstance(frame, pd.DataFrame) else type(frame).__name__
+                raise ValueError(f"Evidence.{name} needs columns {sorted(columns)}; got {have}")
+        if not isinstance(self.sinks, Mapping) or not _SINK_RESULTS <= set(self.sinks):
+            raise ValueError(f"Evidence.sinks needs {sorted(_SINK_RESULTS)} (ContributionExperiment.sinks())")
 
 
 def _ours(exp: ContributionExperiment, who: str, text: str) -> str:
@@ -215,16 +293,26 @@ def _ours(exp: ContributionExperiment, who: str, text: str) -> str:
     return f"{tag} {text}"
 
 
+def _interval(v: Verdict, decimals: int = 2) -> str:
+    """``v``'s estimate with its 95% interval ("+0.12 [+0.05, +0.19]"), or the estimate alone without one."""
+    if math.isnan(v.low) or math.isnan(v.high):
+        return f"{signed(v.estimate, decimals)} (no interval)"
+    return f"{signed(v.estimate, decimals)} [{signed(v.low, decimals)}, {signed(v.high, decimals)}]"
+
+
 def claims(
     exp: ContributionExperiment,
-    sinks: dict,
+    sinks: Mapping[str, Any],
     curves: pd.DataFrame,
     downstream: pd.DataFrame,
     own_curves: pd.DataFrame,
 ) -> list[Claim]:
-    """The claims table of ``exp``'s results: ``sinks`` (:meth:`ContributionExperiment.sinks`), the
-    pretrained model's faithfulness ``curves``, the ``downstream`` per-item credits and this project's GPT's
-    ``own_curves`` (both curves as ``with_delta`` returns them)."""
+    """The claims table of ``exp``'s results, gathered by name into an :class:`Evidence` bundle (which checks
+    that each table is the one its name says). The notebook passes them by keyword through
+    ``ContributionExperiment.claims``, whose signature is part of the results cache's code key and so is kept
+    as it was."""
+    evidence = Evidence(pretrained_curves=curves, downstream=downstream, sinks=sinks, own_curves=own_curves)
+    sinks = evidence.sinks
     return [
         _claim_fig1(exp, sinks["decomposition"], "first text token"),
         *(
@@ -232,27 +320,34 @@ def claims(
             if len(sinks["decomposition_bos"])
             else []
         ),
-        *_claims_faithfulness(exp, curves, "pretrained"),
-        _claim_downstream(exp, downstream),
+        *_claims_faithfulness(exp, evidence.pretrained_curves, "pretrained"),
+        _claim_downstream(exp, evidence.downstream),
         *_claims_sinks(exp, sinks),
-        *_claims_faithfulness(exp, own_curves, "own GPT"),
+        *_claims_faithfulness(exp, evidence.own_curves, "own GPT"),
     ]
+
+
+def _by_layer(frame: pd.DataFrame, column: str) -> dict[Hashable, float]:
+    """``{layer: value}`` of one column of a per-layer frame."""
+    if frame["layer"].duplicated().any():
+        raise ValueError("one row per layer expected")
+    return dict(zip(frame["layer"], frame[column].astype(float), strict=True))
 
 
 def _claim_fig1(exp: ContributionExperiment, d: pd.DataFrame, variant: str) -> Claim:
     sink = d[d["group"] == "sink"]
+    verdict = verdict_first_token(_by_layer(sink, "mean_attention"), _by_layer(sink, "mean_contribution"))
     a, c = sink["mean_attention"].mean(), sink["mean_contribution"].mean()
     high = sink[sink["mean_attention"] > FIRST_TOKEN_ATTENTION]
-    return _with_criterion(
+    return Claim(
         "Fig. 1",
         f"the first token gets a large attention mass but contributes little ({variant})",
         "qualitative (two heads of a 7-8B model)",
         _ours(exp, "pretrained",
-              f"all heads, Brown text, {variant}: first token's mean attention {a:.2f}, mean contribution "
-              f"{c:.2f}; in the {len(high)} of {len(sink)} layers with mean attention > 0.3 its contribution "
-              f"is {high['mean_contribution'].mean():.2f}"),
-        verdict_first_token(a, c, len(sink)),
-        "mean attention > 0.3 and contribution below half of it",
+              f"all heads, Brown text, {variant}, {len(sink)} layers: first token's mean attention {a:.2f}, "
+              f"mean contribution {c:.2f}; in the {len(high)} layers with mean attention > "
+              f"{FIRST_TOKEN_ATTENTION:g} its contribution is {high['mean_contribution'].mean():.2f}"),
+        verdict,
     )  # fmt: skip
 
 
@@ -266,23 +361,24 @@ FAITHFULNESS_ROWS = (
 
 def faithfulness_condition(
     sub: pd.DataFrame, log_areas: pd.Series, mode: str, best: str
-) -> tuple[Verdict, dict]:
+) -> tuple[Verdict, dict[str, Verdict]]:
     """One (text, layers, scope) condition of a faithfulness row: the saturation gate on the mean delta-PPL
     at the smallest and largest fractions, then the hierarchy raw < value-weighted < ``best`` as paired
-    per-window differences of the log-scale areas (``verdict_steps``). Returns the verdict and the mean
-    paired differences."""
+    per-window differences of the log-scale areas (``log_areas``, indexed by window and measure), each on
+    the paper's side above 0: a larger area (comprehensiveness) or a smaller one (sufficiency) for the more
+    faithful measure (:func:`verdict_steps`). Returns the verdict and each step's paired verdict."""
     order = (*HIERARCHY[:-1], best)
     nonzero = sub[(sub["fraction"] > 0) & (sub["mode"] == mode) & sub["measure"].isin(order)]
     by = nonzero.groupby(["measure", "fraction"])["delta_ppl"].mean()
     f_min, f_max = nonzero["fraction"].min(), nonzero["fraction"].max()
     gate = saturation_gate({m: by[m, f_min] for m in order}, {m: by[m, f_max] for m in order})
-    sign = 1.0 if mode == "comprehensiveness" else -1.0  # the paper's side: more (comp) or less (suff) rise
-    diffs = {}
+    area = {m: log_areas.xs(m, level="measure").to_dict() for m in order}  # {window: area}
+    steps = {}
     for lo, hi in zip(order, order[1:], strict=False):
-        d = sign * (log_areas.xs(hi, level="measure") - log_areas.xs(lo, level="measure"))
-        diffs[f"{MEASURE_LABELS[lo]} < {MEASURE_LABELS[hi]}"] = d.to_numpy()
-    means = {k: float(np.mean(v)) for k, v in diffs.items()}
-    return (gate or verdict_steps(diffs)), means
+        pair = (area[hi], area[lo]) if mode == "comprehensiveness" else (area[lo], area[hi])
+        steps[f"{MEASURE_LABELS[lo]} < {MEASURE_LABELS[hi]}"] = pair
+    parts = {step: paired_rule(a, b, "above") for step, (a, b) in steps.items()}
+    return (gate or verdict_steps(steps)), parts
 
 
 def _claims_faithfulness(exp: ContributionExperiment, curves: pd.DataFrame, who: str) -> list[Claim]:
@@ -293,24 +389,22 @@ def _claims_faithfulness(exp: ContributionExperiment, curves: pd.DataFrame, who:
         for mode, best, label in FAITHFULNESS_ROWS:
             if best not in RANKINGS[mode]:
                 continue
-            verdicts, parts = {}, []
+            verdicts, texts = {}, []
             for (text, layers), sub in curves[curves["scope"] == scope].groupby(
                 ["text", "layers"], sort=False
             ):
                 areas = log_areas.xs((text, layers, scope, mode), level=["text", "layers", "scope", "mode"])
-                v, means = faithfulness_condition(sub, areas, mode, best)
-                verdicts[f"{text}, {layers}"] = v
-                steps = ", ".join(f"{signed(m, 2)}" for m in means.values())
-                parts.append(
-                    f"{text} {layers}: {v.word}{' (saturated)' if 'saturated' in v.why else ''} [{steps}]"
-                )
+                v, parts = faithfulness_condition(sub, areas, mode, best)
+                verdicts[f"{text} {layers}"] = v
+                saturated = " (saturated)" if v.word == NOT_TESTABLE and "saturated" in v.why else ""
+                texts.append(f"{text} {layers}{saturated}: " + ", ".join(map(_interval, parts.values())))
             hierarchy = " < ".join(MEASURE_LABELS[m] for m in (*HIERARCHY[:-1], best))
             rows.append(Claim(
                 "faithfulness",
                 f"{hierarchy}: {label} ({who}, {ranking})",
                 "ordering of the delta-PPL curves on GSM8K and FineWeb-Edu, four 7-8B models",
-                _ours(exp, who, "paired per-window differences of the log(1 + dPPL) areas along the "
-                      "order, mean, on the paper's side when positive: " + "; ".join(parts)),
+                _ours(exp, who, "paired per-window differences of the log(1 + dPPL) areas along the order, "
+                      "mean [95% interval], positive on the paper's side: " + "; ".join(texts)),
                 verdict_conditions(verdicts),
             ))  # fmt: skip
     return rows
@@ -319,17 +413,19 @@ def _claims_faithfulness(exp: ContributionExperiment, curves: pd.DataFrame, who:
 def downstream_task(sub: pd.DataFrame) -> tuple[Verdict | None, Verdict, dict]:
     """One task of the downstream claim, from its per-item credits: the ``above_chance`` gate on the clean
     accuracy (chance: the mean of 1 / choices), and whether contribution weights hurt most with their top
-    zeroed and least with their bottom zeroed, against each baseline, paired over items. Returns the gate,
-    the verdict and the accuracies by (mode, measure)."""
-    clean = sub[sub["measure"] == "none"].sort_values("item")
+    zeroed and least with their bottom zeroed, against each baseline, paired by item (0/1 credits; the
+    paper's side above 0). Returns the gate, the verdict and the accuracies by (mode, measure)."""
+    clean = sub[sub["measure"] == "none"]
+    if clean["item"].duplicated().any():
+        raise ValueError("one clean row per item expected")
     gate = above_chance(round(clean["credit"].sum()), len(clean), float(clean["chance"].mean()))
     credit = sub[sub["measure"] != "none"].pivot_table("credit", "item", ["mode", "measure"])
     steps = {}
     for mode in ("comprehensiveness", "sufficiency"):
-        sign = -1.0 if mode == "comprehensiveness" else 1.0
+        c = credit[mode, "contribution"].to_dict()
         for base in HIERARCHY[:-1]:
-            d = sign * (credit[mode, "contribution"] - credit[mode, base])
-            steps[f"{mode} vs {MEASURE_LABELS[base]}"] = d.to_numpy()
+            b = credit[mode, base].to_dict()
+            steps[f"{mode} vs {MEASURE_LABELS[base]}"] = (b, c) if mode == "comprehensiveness" else (c, b)
     acc = {"clean": float(clean["credit"].mean())} | {k: float(v) for k, v in credit.mean().items()}
     return gate, verdict_steps(steps), acc
 
@@ -353,43 +449,52 @@ def _claim_downstream(exp: ContributionExperiment, frame: pd.DataFrame) -> Claim
     )
 
 
-def _claims_sinks(exp: ContributionExperiment, sinks: dict) -> list[Claim]:
-    layers = sinks["decomposition"]["layer"].nunique()
-    d = sinks["decomposition"].groupby("group").mean(numeric_only=True)
+def _claims_sinks(exp: ContributionExperiment, sinks: Mapping[str, Any]) -> list[Claim]:
+    decomp = sinks["decomposition"]
+    layers = decomp["layer"].nunique()
+    sink_rows, tail_rows = decomp[decomp["group"] == "sink"], decomp[decomp["group"] == "tail"]
+    d = decomp.groupby("group").mean(numeric_only=True)
     s, t = d.loc["sink"], d.loc["tail"]
+    decomposition = verdict_decomposition(
+        _by_layer(sink_rows, "corr_contribution_attention"),
+        _by_layer(sink_rows, "corr_contribution_geometry"),
+        _by_layer(tail_rows, "corr_contribution_attention"),
+        _by_layer(tail_rows, "corr_contribution_geometry"),
+    )
     pos = sinks["positions"].groupby(["position", "window"])["cosine"].mean()  # mean over layers
-    sink = pos.xs(0).to_numpy()
-    controls = {f"position {p}": pos.xs(p).to_numpy() for p in pos.index.get_level_values(0).unique() if p}
+    sink = pos.xs(0).to_dict()  # {window: cosine}
+    controls = {f"position {p}": pos.xs(p).to_dict() for p in pos.index.get_level_values(0).unique() if p}
+    anti = verdict_anti_aligned(sink, controls)
     fits = sinks["fits"]
     inside = fits["interior"].astype(bool)
     convex = fits["p2"] > 0
-    spread = sinks["spread"].groupby("state")[["cone", "norm_cv"]].mean()
+    majority = verdict_convex_minimum(int(inside.sum()), len(fits))
+    spread = sinks["spread"]
+    clean, removed = spread[spread["state"] == "clean"], spread[spread["state"] == "sink removed"]
     ppl = sinks["ppl"]
     removal = verdict_sink_removal(
         (ppl["clean"], ppl["sink removed"]),
-        (spread.loc["clean", "cone"], spread.loc["sink removed", "cone"]),
-        (spread.loc["clean", "norm_cv"], spread.loc["sink removed", "norm_cv"]),
+        (_by_layer(clean, "cone"), _by_layer(removed, "cone")),
+        (_by_layer(clean, "norm_cv"), _by_layer(removed, "norm_cv")),
     )
-    means = ", ".join(f"{name} {signed(v.mean(), 3)}" for name, v in controls.items())
+    sink_mean = sum(sink.values()) / len(sink)
+    means = ", ".join(f"{name} {signed(sum(v.values()) / len(v), 3)}" for name, v in controls.items())
     return [
-        _with_criterion(
+        Claim(
             "decomposition",
             "the sink's contribution is driven by value geometry, not attention; the tail's by attention "
             "and alignment jointly",
             "qualitative",
             _ours(exp, "pretrained",
-                  f"correlation of c with attention / with norm ratio x cosine (mean over layers): sink "
+                  f"correlation of c with attention / with norm ratio x cosine (mean over {layers} layers): "
+                  f"sink "
                   f"{signed(s['corr_contribution_attention'], 2)} / "
                   f"{signed(s['corr_contribution_geometry'], 2)}; tail "
                   f"{signed(t['corr_contribution_attention'], 2)} / "
                   f"{signed(t['corr_contribution_geometry'], 2)}; mean factors sink: a "
                   f"{s['mean_attention']:.2f}, norm ratio {s['mean_norm_ratio']:.2f}, cos "
                   f"{signed(s['mean_cosine'], 2)}"),
-            verdict_decomposition(
-                s["corr_contribution_attention"], s["corr_contribution_geometry"],
-                t["corr_contribution_attention"], t["corr_contribution_geometry"], layers,
-            ),
-            "sink correlates more with geometry than attention; tail > 0.3 with both",
+            decomposition,
         ),
         Claim(
             "sinks",
@@ -397,31 +502,31 @@ def _claims_sinks(exp: ContributionExperiment, sinks: dict) -> list[Claim]:
             "negative cosine",
             _ours(exp, "pretrained",
                   f"mean cos(v~_p, v~_j) per window (mean over layers and heads), {len(sink)} windows: sink "
-                  f"(p = 0) {signed(sink.mean(), 3)}; controls {means}"),
-            verdict_anti_aligned(sink, controls),
+                  f"(p = 0) {signed(sink_mean, 3)}; controls {means}"),
+            anti,
         ),
-        _with_criterion(
+        Claim(
             "sinks",
             "output norm is a convex function of the sink rate with its minimum at a sink rate below 1",
             "convex; minimum inside (0, 1)",
             _ours(exp, "pretrained",
-                  f"||o|| in 10 equal-count bins of the sink rate per head: interior minimum for "
-                  f"{int(inside.sum())} of {len(fits)} heads (quadratic fit, shown as a picture only: convex "
-                  f"for {int(convex.sum())})"),
-            verdict_convex_minimum(int(inside.sum()), len(fits)),
-            "more than half of the heads have their smallest binned ||o|| in an interior bin, both end bins "
-            "more than 5% above it",
+                  f"||o|| in 10 equal-count bins of the sink rate per head: interior minimum (smallest "
+                  f"binned ||o|| in an interior bin, both end bins more than 5% above it) for "
+                  f"{int(inside.sum())} of "
+                  f"{len(fits)} heads, share {majority.estimate:.3f} (95% Wilson interval {majority.low:.3f}-"
+                  f"{majority.high:.3f}); the quadratic fit, shown as a picture only, is convex for "
+                  f"{int(convex.sum())}"),
+            majority,
         ),
         Claim(
             "sink-norm removal",
             "removing the sink's value norm collapses head outputs into a cone; PPL and noise rise",
             "outputs collapse into a 'semantic cone', PPL rises",
             _ours(exp, "pretrained",
-                  f"PPL {ppl['clean']:.1f} -> {ppl['sink removed']:.1f}; cone (mean cos to the head's mean "
-                  f"direction) {spread.loc['clean', 'cone']:.2f} -> "
-                  f"{spread.loc['sink removed', 'cone']:.2f}; "
-                  f"norm CV {spread.loc['clean', 'norm_cv']:.2f} -> "
-                  f"{spread.loc['sink removed', 'norm_cv']:.2f}"),
+                  f"PPL {ppl['clean']:.1f} -> {ppl['sink removed']:.1f} (pooled over the windows); cone "
+                  f"(mean cos to the head's mean direction, mean over {len(clean)} layers) "
+                  f"{clean['cone'].mean():.2f} -> {removed['cone'].mean():.2f}; "
+                  f"norm CV {clean['norm_cv'].mean():.2f} -> {removed['norm_cv'].mean():.2f}"),
             removal,
         ),
     ]  # fmt: skip
