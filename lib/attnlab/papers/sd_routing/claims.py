@@ -2,22 +2,25 @@
 judged on this run's measurements.
 
 Each claim's rule is a ``verdict_*`` function of plain numbers returning a
-:class:`~attnlab.runner.verdicts.Verdict` (its word and reason, and the evidence: the estimate it rests on,
-the 95% interval over seeds where there is one, how many values and the null or control it is compared
-with); :func:`claims` computes those numbers from the notebook's tables and writes each claims row. Every
-claim is judged against a control the reader can see: pretrained heads against Gaussian weights of the same
-shapes, S-D without LayerNorm against SA without LayerNorm, the cascade beside random antisymmetric matrices,
-S-D's ordering of the two truncations against SA's under the same (model-space) truncation. Rows true by
-construction say "sanity check". The thresholds are ours: the paper gives none.
+:class:`~attnlab.runner.verdicts.Verdict` from one of :mod:`attnlab.runner.verdicts`' rules (its word and
+reason, and the evidence: the estimate it rests on, its 95% interval, how many independent units, the null,
+margin or threshold it is judged against, the detectable effect and the rule's name); :func:`claims` takes the
+notebook's tables by name (:class:`Evidence`) and writes each claims row. Every claim is judged against a
+control the reader can see: pretrained heads against Gaussian weights of the same shapes, S-D without
+LayerNorm against SA without LayerNorm (paired by size and seed), the cascade beside random antisymmetric
+matrices (shown in the row, not part of the rule), S-D's ordering of the two truncations against SA's under
+the same (model-space) truncation. Rows true by construction say "sanity check". The thresholds and margins
+are named constants below, each with its source (the paper's numbers where it gives them; ours otherwise).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from attnlab.papers.sd_routing.presets import (
@@ -32,148 +35,220 @@ from attnlab.papers.sd_routing.presets import (
 )
 from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, rank_equivalent, sd_heads
 from attnlab.runner.claims import Claim, fixed, signed
-from attnlab.runner.stats import binomial_interval, estimate
+from attnlab.runner.stats import LEVEL, binomial_interval, estimate
 from attnlab.runner.verdicts import (
     DOES_NOT_HOLD,
+    EXACT,
     HOLDS,
     INCONCLUSIVE,
     NOT_TESTABLE,
+    SHARE,
+    SLOPE,
     Verdict,
-    interval_excludes,
+    equivalence_rule,
+    every_unit,
+    exact_rule,
+    mean_rule,
+    not_testable,
+    paired_rule,
+    share_rule,
+    slope_rule,
 )
 
 if TYPE_CHECKING:
     from attnlab.papers.sd_routing.experiment import Runs, SDExperiment
 
-# Verdict thresholds (ours; the paper gives none).
-CHEAP_PCT = 2.0  # an intervention is "cheap" below a 2 % PPL increase (the paper's +0.3 PPL is ~1 %)
-CATASTROPHIC_PCT = 20.0  # and "catastrophic" above 20 %
-LINEAR_TOLERANCE_PCT = 5.0  # the paper's "< 5 % PPL" for leading linear layers
+# Thresholds, margins and smallest effects (the paper gives none unless said).
+MAJORITY = 0.5  # "filtering dominates", "routing runs at lower rank": claims about the typical head, > 1/2
+CHEAP_PCT = 2.0  # equivalence margin of "nearly free" (+-2 % PPL; ours: the paper's +0.3 PPL is ~1 %)
+CATASTROPHIC_PCT = 20.0  # "catastrophic": a PPL increase above 20 % (ours)
+LINEAR_TOLERANCE_PCT = 5.0  # the paper's "< 5 % PPL" for leading linear layers (post hoc count)
+CLOSE_PCT = PAPER_LINEAR["elu_pct"]  # equivalence margin of "stays close to the baseline": the paper's 1.4 %
 STABLE_TOLERANCE = 1e-6  # the largest real part of an eigenvalue of L = S - D counted as <= 0 (rounding)
-ONE_PLANE = (1.5, MIN_RANK)  # the head-mean ranks (in rank units) counted as one rotation plane
-FEW_DIMENSIONS = (1.5, 3.5)  # and as routing "in 2-3 dimensions"
-D_MOVED_CV = (
-    0.25  # D "moved" from its initialisation (all ones) when its mean coefficient of variation is above
-)
+ONE_PLANE = (1.5, MIN_RANK)  # the head-mean ranks (in rank units) counted as one rotation plane (ours)
+FEW_DIMENSIONS = (1.5, 3.5)  # and as routing "in 2-3 dimensions" (ours: 2-3 dimensions with half a plane)
+D_MOVED_CV = 0.25  # gate (ours): D "moved" from its initialisation (all ones) when its mean CV is above this
+MIN_SIZES = 3  # a trend needs three sizes: two points always fit a line (the project's convention)
+MIN_SIZE_RATIO = 8.0  # and sizes spanning at least 8x in parameters (the project's convention; the paper's
+# trend runs 18M -> 355M, 20x; our cpu sizes are 2.3x apart)
+DIVERGED = "gate: S-D without LayerNorm must not diverge"  # the rule column of the divergence gate
 SANITY = "sanity check (true by construction): "
 SMOKE = "smoke scale judges nothing (tiny models, a few dozen steps, one seed)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """The notebook's results, by name (keyword arguments only; :meth:`SDExperiment.claims` judges them).
+
+    ``runs``: the trained models by (size, variant, seed), diverged runs left out; ``losses``: final
+    validation loss per (size, variant, seed) (``final_losses``); ``heads``: every head's routing/filtering
+    statistics beside its random baseline (``head_analysis``); ``cascade`` / ``baseline``: per-layer routing
+    measures and their random antisymmetric baseline (``cascade``, ``cascade_baseline``); ``trend``: the
+    fraction of layers at minimum rank per (measure, size, variant, seed) (``scale_trend``); ``drift``: how
+    far D moved (``drift``); ``collapse``: PPL change of the truncations (``collapse``); ``linear``: ELU+1
+    linearisation (``linearisation``); ``realloc``: the head-dim reallocation (``reallocation``)."""
+
+    runs: Runs
+    losses: pd.DataFrame
+    heads: pd.DataFrame
+    cascade: pd.DataFrame
+    baseline: pd.DataFrame
+    trend: pd.DataFrame
+    drift: pd.DataFrame
+    collapse: pd.DataFrame
+    linear: pd.DataFrame
+    realloc: pd.DataFrame
 
 
 # Verdicts -------------------------------------------------------------------------------------------------
 
 
-def _word(holds: bool) -> str:
-    return HOLDS if holds else DOES_NOT_HOLD
+def _combine(parts: Mapping[str, Verdict]) -> Verdict:
+    """A conjunction of claims (every part must hold), naming the parts in the reason: does not hold when a
+    part does not, not testable when a part is not, holds when every part holds, inconclusive otherwise. The
+    evidence columns are those of the part that decides (the first such part; the first part when all hold),
+    so a row's interval always agrees with its word."""
+    for word in (DOES_NOT_HOLD, NOT_TESTABLE, INCONCLUSIVE):
+        which = [name for name, v in parts.items() if v.word == word]
+        if which:
+            why = "; ".join(f"{name}: {parts[name].why}" for name in which)
+            return replace(parts[which[0]], why=why)
+    first = next(iter(parts.values()))
+    return replace(first, why="; ".join(f"{name}: {v.why}" for name, v in parts.items()))
 
 
-def verdict_beyond_random(
-    trained: Mapping[str, tuple[int, int]], random: Mapping[str, float], side: str = "above"
+def verdict_share_beyond_random(
+    trained: Mapping[str, tuple[int, int]], random: Mapping[str, float], threshold: float = MAJORITY
 ) -> Verdict:
-    """Pretrained heads: a share of heads with a property (filtering dominant, routing rank below filtering
-    rank, unstable), per model, against the same share for Gaussian weights of the same shapes. ``trained``:
-    per model (heads with the property, heads); ``random``: per model the random share (%). A model counts
-    when the Wilson interval of its share lies entirely ``side`` its random share and counts against when
-    it lies entirely on the other side. Holds when every model counts, does not hold when every model counts
-    against, otherwise inconclusive (naming the models). Evidence: the weakest model's share minus its
-    random share (percentage points) with that difference's Wilson interval, against 0; n = its heads."""
-    sign = 1.0 if side == "above" else -1.0
-    per = {}
+    """Pretrained heads (the paper's per-head analysis): a share claim ("filtering dominates", "routing runs
+    at lower rank than filtering") in every pretrained model, beyond the same share for Gaussian weights of
+    the same shapes. ``trained``: per model (heads with the property, heads); ``random``: per model
+    the random-weight share (0-1, one seeded draw, taken as fixed). Each model's share is judged by
+    :func:`share_rule` against the larger of ``threshold`` (the claim's, e.g. a majority) and its random
+    share; across models an intersection-union test, as :func:`every_unit`: holds when every model's 95%
+    Wilson interval clears its null; does not hold when one model's interval at 1 - 0.05/k (k models) lies
+    below it; not testable when a model's null is the ceiling 1 and its share is 1 too (nothing can be
+    beyond); otherwise inconclusive, naming the open models. Evidence: the model whose interval reaches
+    least far above its null (its share, interval, heads and null)."""
+    if not trained:
+        raise ValueError("verdict_share_beyond_random() needs at least one model")
+    if set(trained) != set(random):
+        raise ValueError(
+            f"trained and random shares name different models: {sorted(trained)}, {sorted(random)}"
+        )
+    level = 1 - (1 - LEVEL) / len(trained)
+    nulls = {m: max(threshold, float(random[m])) for m in trained}
+    per = {m: share_rule(k, n, nulls[m]) for m, (k, n) in trained.items()}
+    ceiling = [m for m, (k, n) in trained.items() if nulls[m] >= 1.0 and k == n]
+    eps = 1e-9  # the Wilson bound of a share of 0 or 1 is 0 or 1 up to rounding
+    refuted = [
+        m for m, (k, n) in trained.items() if n and binomial_interval(k, n, level).high < nulls[m] - eps
+    ]
+    weakest = min(per, key=lambda m: per[m].low - nulls[m] if math.isfinite(per[m].low) else -math.inf)
+    rule = f"{SHARE}, in every model (null: the larger of {threshold:g} and the random-weight share)"
+    evidence = replace(per[weakest], rule=rule)
+
+    def named(models: list[str]) -> str:
+        return ", ".join(
+            f"{m} (vs its random-weight share {nulls[m]:.3g})" if nulls[m] > threshold else
+            f"{m} (vs the threshold {threshold:g})" for m in models
+        )  # fmt: skip
+
+    if refuted:  # the evidence: the first refuted model (its 95% interval lies below its null too)
+        why = f"the 95% interval lies below the null in {named(refuted)}"
+        return replace(per[refuted[0]], word=DOES_NOT_HOLD, why=why, rule=rule)
+    if ceiling:
+        why = (
+            "random weights of the same shapes have it in every head too (a ceiling) in "
+            f"{', '.join(ceiling)}: trained heads cannot be beyond them"
+        )
+        return replace(evidence, word=NOT_TESTABLE, why=why)
+    untestable = [m for m, v in per.items() if v.word == NOT_TESTABLE]
+    if untestable:
+        return replace(evidence, word=NOT_TESTABLE, why=f"no heads in {', '.join(untestable)}")
+    open_models = [m for m, v in per.items() if v.word != HOLDS]
+    if not open_models:
+        return replace(
+            evidence, word=HOLDS, why="beyond the threshold and the random-weight share in every model"
+        )
+    why = f"the 95% interval contains the null in {named(open_models)}; detectable {evidence.detectable:.3g}"
+    return replace(evidence, word=INCONCLUSIVE, why=why)
+
+
+def verdict_every_head_unstable(
+    trained: Mapping[str, tuple[int, int]], random: Mapping[str, float]
+) -> Verdict:
+    """Pretrained heads: "every head is dynamically unstable" (an eigenvalue of W with positive real part),
+    per model (unstable heads, heads), beside the random-weight share (0-1). Every head is a census of the
+    model's fixed weights, so a model with a stable head refutes it exactly (:func:`exact_rule` on the count
+    of stable heads); otherwise the share must be beyond the random-weight share
+    (:func:`verdict_share_beyond_random` with threshold 0): not testable when random weights are unstable in
+    every head too (a ceiling)."""
+    if not trained:
+        raise ValueError("verdict_every_head_unstable() needs at least one model")
     for m, (k, n) in trained.items():
-        est = binomial_interval(k, n)
-        low, high = 100 * est.low - random[m], 100 * est.high - random[m]
-        eps = 1e-9  # the Wilson bound of a share of 0 or 1 is 0 or 1 up to rounding
-        beyond = (low > eps) if side == "above" else (high < -eps)
-        against = (high < -eps) if side == "above" else (low > eps)
-        per[m] = (sign * (100 * est.mean - random[m]), low, high, n, beyond, against)
-    if not per:
-        raise ValueError("verdict_beyond_random() needs at least one model")
-    weakest = min(per, key=lambda m: per[m][0])
-    margin, low, high, n, _, _ = per[weakest]
-    evidence = (sign * margin, low, high, n, 0.0)
-    beyond = [m for m, v in per.items() if v[4]]
-    against = [m for m, v in per.items() if v[5]]
-    if len(beyond) == len(per):
-        return Verdict(HOLDS, "beyond the random-weight baseline in every model", *evidence)
-    if len(against) == len(per):
-        return Verdict(DOES_NOT_HOLD, "", *evidence)
-    within = [m for m in per if m not in beyond]
-    return Verdict(INCONCLUSIVE, f"not beyond the random-weight baseline in {', '.join(within)}", *evidence)
+        if k < n:
+            return exact_rule(n - k, 0.5, "below", n=n, what=f"{m}: the count of stable heads")
+    return verdict_share_beyond_random(trained, random, threshold=0.0)
 
 
 def verdict_eigenvalues_stable(max_real: Sequence[float]) -> Verdict:
     """Sanity check, S-D by construction: "every eigenvalue of L = S - D has real part <= 0", from each
-    trained S-D model's largest real part over its heads: holds when the largest of them is at most
-    ``STABLE_TOLERANCE`` (rounding); otherwise, or with no S-D model (NaN), does not hold. Evidence: that
-    largest real part, against ``STABLE_TOLERANCE``; n = the models."""
+    trained S-D model's largest real part over its heads: :func:`exact_rule`, holds when the largest of them
+    lies below ``STABLE_TOLERANCE`` (rounding); not testable with no S-D model. n = the models."""
     largest = max(max_real, default=math.nan)
-    return Verdict(
-        _word(largest <= STABLE_TOLERANCE), "", largest, math.nan, math.nan, len(max_real), STABLE_TOLERANCE
-    )
+    return exact_rule(largest, STABLE_TOLERANCE, "below", n=len(max_real), what="the largest real part")
 
 
 def verdict_no_unstable_heads(unstable: int, heads: int) -> Verdict:
     """Sanity check, S-D with a shared projection by construction: "no head's model-space form W^T L W has an
-    eigenvalue with positive real part", from the number of such heads among ``heads``: holds when none;
-    does not hold otherwise; not testable without heads. Evidence: the unstable share (%), against 0."""
+    eigenvalue with positive real part", from the count of such heads among ``heads``: :func:`exact_rule`,
+    holds when the count is 0 (below 0.5); not testable without heads."""
     if heads == 0:
-        return Verdict(NOT_TESTABLE, "no model with a shared projection finished", math.nan, math.nan,
-                       math.nan, 0, 0.0)  # fmt: skip
-    return Verdict(_word(unstable == 0), "", 100 * unstable / heads, math.nan, math.nan, heads, 0.0)
+        return not_testable("no model with a shared projection finished", n=0, null=0.5, rule=EXACT)
+    return exact_rule(unstable, 0.5, "below", n=heads, what="the count of unstable heads")
 
 
 def verdict_trains_without_layernorm(
-    sd_gaps: Sequence[float], sa_gaps: Sequence[float], sd_diverged: int, sa_diverged: int
+    sd_gaps: Mapping[Hashable, float],
+    sa_gaps: Mapping[Hashable, float],
+    sd_diverged: int,
+    sa_diverged: int,
 ) -> Verdict:
     """ "S-D trains without LayerNorm (where standard attention suffers)", from the loss increase without vs
-    with LayerNorm (%) of S-D and of SA, paired per size and seed, and the number of runs without LayerNorm
-    that diverged: does not hold when an S-D run diverged; holds when only SA runs diverged; otherwise the
-    paired differences SA's gap minus S-D's must lie above 0 (:func:`interval_excludes`: holds / does not
-    hold / inconclusive, "both lose about the same" when the interval contains 0)."""
-    diffs = [float(a) - float(b) for a, b in zip(sa_gaps, sd_gaps, strict=True)]
+    with LayerNorm (%) of S-D and of SA, by (size, seed), and the number of runs without LayerNorm that
+    diverged. Gates (kept): an S-D run without LayerNorm diverged: does not hold; only SA runs diverged:
+    holds. Otherwise :func:`paired_rule`: SA's gap minus S-D's, paired by name, must lie above 0."""
     if sd_diverged:
-        est = estimate(diffs) if diffs else None
         return Verdict(DOES_NOT_HOLD, f"{sd_diverged} S-D run(s) without LayerNorm diverged",
-                       est.mean if est else math.nan, math.nan, math.nan, len(diffs), 0.0)  # fmt: skip
+                       n=len(sd_gaps), null=0.0, rule=DIVERGED)  # fmt: skip
     if sa_diverged:
         return Verdict(HOLDS, f"{sa_diverged} SA run(s) without LayerNorm diverged, no S-D run did",
-                       math.nan, math.nan, math.nan, len(diffs), 0.0)  # fmt: skip
-    if not diffs:
-        return Verdict(
-            NOT_TESTABLE, "no pair of runs without LayerNorm", math.nan, math.nan, math.nan, 0, 0.0
-        )
-    v = interval_excludes(diffs, "above", 0.0)
-    if v.word == INCONCLUSIVE and math.isfinite(v.low):
-        return replace(v, why="both lose about the same without LayerNorm (the 95% interval contains 0)")
-    return v
+                       n=len(sd_gaps), null=0.0, rule=DIVERGED)  # fmt: skip
+    if not sd_gaps and not sa_gaps:
+        return not_testable("no pair of runs without LayerNorm", n=0, null=0.0)
+    return paired_rule(sa_gaps, sd_gaps, "above", 0.0)
 
 
 def _band(values_by_size: Mapping[str, Sequence[float]], low: float, high: float) -> Verdict:
-    """Every size's seed-mean within [low, high]: holds when each size's 95% interval lies inside the band,
-    does not hold when some size's lies entirely outside it, otherwise inconclusive. Evidence: the size with
-    the largest mean, its interval, against ``high``; n = its seeds."""
+    """Every size's mean within [low, high] (per size, its seeds' values): :func:`every_unit` below ``high``
+    and above ``low``, both must hold (:func:`_combine`; the rank measures of an antisymmetric matrix are at
+    least 2, so ``low`` rarely binds). Evidence: the deciding test's weakest size (the upper test's when
+    both hold)."""
     if not values_by_size:
-        return Verdict(NOT_TESTABLE, "no size to measure", math.nan, math.nan, math.nan, 0, high)
-    ests = {s: estimate(list(v)) for s, v in values_by_size.items()}
-    top = max(ests, key=lambda s: ests[s].mean)
-    e = ests[top]
-    evidence = (e.mean, e.low, e.high, e.n, high)
-    if any(x.low > high or x.high < low for x in ests.values()) or any(
-        x.n == 1 and not low <= x.mean <= high for x in ests.values()
-    ):
-        return Verdict(DOES_NOT_HOLD, "", *evidence)
-    if all(math.isfinite(x.low) and low <= x.low and x.high <= high for x in ests.values()):
-        return Verdict(HOLDS, "", *evidence)
-    why = (
-        "one seed only, no interval"
-        if any(x.n < 2 for x in ests.values())
-        else "an interval crosses the band"
-    )
-    return Verdict(INCONCLUSIVE, why, *evidence)
+        return not_testable("no size to measure", n=0, null=high)
+    upper = every_unit(values_by_size, "below", high)
+    lower = every_unit(values_by_size, "above", low)
+    v = _combine({f"below {high:g}": upper, f"above {low:g}": lower})
+    if v.word == HOLDS:
+        return replace(v, why=f"every size's 95% interval lies inside [{low:g}, {high:g}]")
+    return v
 
 
 def verdict_one_plane(values_by_size: Mapping[str, Sequence[float]]) -> Verdict:
-    """Spectral cascade: "layer 0's routing converges to one rotation plane", from layer 0's head-mean routing
-    measure in rank units per size and seed: every size's seed-mean within ``ONE_PLANE`` (:func:`_band`)."""
+    """Spectral cascade (the paper's cascade figure): "layer 0's routing converges to one rotation plane",
+    from layer 0's head-mean routing measure in rank units per size and seed: every size within
+    ``ONE_PLANE`` (:func:`_band`)."""
     return _band(values_by_size, *ONE_PLANE)
 
 
@@ -182,62 +257,73 @@ def verdict_few_dimensions(values_by_size: Mapping[str, Sequence[float]]) -> Ver
     in rank units per size (sizes with middle layers) and seed: every size within ``FEW_DIMENSIONS``
     (:func:`_band`); not testable when no size has middle layers."""
     if not values_by_size:
-        return Verdict(NOT_TESTABLE, "no size has middle layers", math.nan, math.nan, math.nan, 0, 3.5)
+        return not_testable("no size has middle layers", n=0, null=FEW_DIMENSIONS[1])
     return _band(values_by_size, *FEW_DIMENSIONS)
 
 
 def verdict_last_layers_expand(margins: Sequence[float]) -> Verdict:
     """Spectral cascade: "the last layers expand", from the margin of the last layer's routing measure (rank
-    units) over the larger of layer 0's and the middle layers' mean, per size and seed: the 95% interval of
-    the margins must lie above 0 (:func:`interval_excludes`)."""
+    units) over the larger of layer 0's and the middle layers' mean, one per trained model (size, seed):
+    :func:`mean_rule` above 0."""
     if not margins:
-        return Verdict(NOT_TESTABLE, "no S-D model finished", math.nan, math.nan, math.nan, 0, 0.0)
-    return interval_excludes(margins, "above", 0.0)
+        return not_testable("no S-D model finished", n=0, null=0.0)
+    return mean_rule(margins, "above", 0.0)
 
 
-def verdict_grows_with_size(rises: Sequence[float]) -> Verdict:
-    """Scale trend: "the fraction of layers at minimum rank grows with size", from the fraction at the largest
-    size minus that at the smallest, per seed: not testable with fewer than two sizes (no rises); otherwise
-    the 95% interval must lie above 0 (:func:`interval_excludes`)."""
-    if not rises:
-        return Verdict(NOT_TESTABLE, "fewer than two sizes", math.nan, math.nan, math.nan, 0, 0.0)
-    return interval_excludes(rises, "above", 0.0)
+def verdict_grows_with_size(
+    params: Sequence[float], fractions: Mapping[Hashable, Sequence[float]]
+) -> Verdict:
+    """Scale trend (the paper: 33 % at 18M -> 92 % at 355M): "the fraction of layers at minimum rank grows
+    with size", from each seed's fractions at the sizes with ``params`` parameters: :func:`slope_rule`, one
+    slope per seed against log10(parameters) (fraction per decade), above 0. Not testable with fewer than
+    ``MIN_SIZES`` sizes or a span under ``MIN_SIZE_RATIO`` x, or with every seed's slope equal (e.g. every
+    size at 0 % or 100 %)."""
+    xs = [float(p) for p in params]
+    n = len(fractions)
+    if len(set(xs)) < MIN_SIZES:
+        return not_testable(f"{len(set(xs))} sizes; a trend needs {MIN_SIZES}", n=n, null=0.0, rule=SLOPE)
+    if max(xs) / min(xs) < MIN_SIZE_RATIO:
+        why = f"the sizes span {max(xs) / min(xs):.3g}x in parameters; a trend needs {MIN_SIZE_RATIO:g}x"
+        return not_testable(why, n=n, null=0.0, rule=SLOPE)
+    if not fractions:
+        return not_testable("no seed has every size", n=0, null=0.0, rule=SLOPE)
+    return slope_rule(np.log10(xs), fractions, "above", 0.0, min_points=MIN_SIZES)
 
 
 def verdict_cheap(changes: Sequence[float], d_cv: float) -> Verdict:
-    """Filtering collapse, S-D head space: "truncating D to one scalar per head is nearly free", from the PPL
-    change (%) per size and seed and D's mean coefficient of variation over the same models: the 95% interval
-    must lie below ``CHEAP_PCT`` (:func:`interval_excludes`); a "holds" becomes inconclusive when D barely
-    left its initialisation (CV <= ``D_MOVED_CV``), where the truncation is close to a no-op by
-    construction."""
-    v = interval_excludes(changes, "below", CHEAP_PCT)
-    if v.word == HOLDS and d_cv <= D_MOVED_CV:
-        why = f"D stayed near its initialisation (CV {d_cv:.2f}), so the truncation is close to a no-op"
-        return replace(v, word=INCONCLUSIVE, why=why)
+    """Filtering collapse, S-D head space: "truncating D to one scalar per head is nearly free" (the paper:
+    +0.3 PPL), from the PPL change (%) per (size, seed): :func:`equivalence_rule` inside +-``CHEAP_PCT``.
+    Gate (kept): not testable when D barely left its initialisation (mean CV <= ``D_MOVED_CV``), where the
+    truncation is close to a no-op by construction (the evidence columns keep the equivalence test's)."""
+    if not changes:
+        return not_testable("no S-D model finished", n=0, null=0.0, margin=CHEAP_PCT)
+    v = equivalence_rule(changes, CHEAP_PCT)
+    if not d_cv > D_MOVED_CV:
+        why = f"D stayed near its initialisation (CV {d_cv:.2f} <= {D_MOVED_CV:g}): "
+        why += "truncating it is nearly a no-op"
+        return replace(v, word=NOT_TESTABLE, why=why)
     return v
 
 
 def verdict_catastrophic(changes: Sequence[float]) -> Verdict:
     """Filtering collapse, S-D head space: "removing routing (S = 0) is catastrophic", from the PPL change (%)
-    per size and seed: the 95% interval must lie above ``CATASTROPHIC_PCT`` (:func:`interval_excludes`)."""
-    return interval_excludes(changes, "above", CATASTROPHIC_PCT)
+    per (size, seed): :func:`mean_rule` above ``CATASTROPHIC_PCT``."""
+    if not changes:
+        return not_testable("no S-D model finished", n=0, null=CATASTROPHIC_PCT)
+    return mean_rule(changes, "above", CATASTROPHIC_PCT)
 
 
 def verdict_inversion(sd_diffs: Sequence[float], sa_diffs: Sequence[float]) -> Verdict:
     """Filtering collapse, the same model-space truncations on both: "S-D and SA order the two truncations
     oppositely" (S-D: filtering to a scalar costs less than removing routing; SA: more), from the PPL change
-    of filtering to a scalar minus that of removing routing (%), per size and seed, for each. Holds when
-    S-D's interval lies below 0 and SA's above; does not hold when either lies on its wrong side (or its
-    mean does); otherwise inconclusive. Evidence: S-D's differences, against 0."""
-    sd = interval_excludes(sd_diffs, "below", 0.0)
-    sa = interval_excludes(sa_diffs, "above", 0.0)
-    evidence = (sd.estimate, sd.low, sd.high, sd.n, 0.0)
-    if sd.word == HOLDS and sa.word == HOLDS:
-        return Verdict(HOLDS, "", *evidence)
-    if DOES_NOT_HOLD in (sd.word, sa.word):
-        who = " and ".join(n for n, v in (("S-D", sd), ("SA", sa)) if v.word == DOES_NOT_HOLD)
-        return Verdict(DOES_NOT_HOLD, f"{who} on the wrong side", *evidence)
-    return Verdict(INCONCLUSIVE, "an interval contains 0", *evidence)
+    of filtering to a scalar minus that of removing routing (%), one per trained model (size, seed), for each.
+    Both parts must hold (:func:`_combine`): :func:`mean_rule` below 0 for S-D and above 0 for SA. Evidence:
+    the deciding part's (S-D's differences when both hold)."""
+    if not sd_diffs or not sa_diffs:
+        return not_testable("no pair of variants finished", n=0, null=0.0)
+    sd = mean_rule(sd_diffs, "below", 0.0)
+    sa = mean_rule(sa_diffs, "above", 0.0)
+    return _combine({"S-D": sd, "SA": sa})
 
 
 def tolerated(changes: Sequence[float], tolerance: float = LINEAR_TOLERANCE_PCT) -> int:
@@ -252,81 +338,71 @@ def tolerated(changes: Sequence[float], tolerance: float = LINEAR_TOLERANCE_PCT)
     return within - 1
 
 
-def verdict_more_linear_layers(k_sd: Sequence[int], k_sa: Sequence[int], n_layers: int) -> Verdict:
-    """Linearisation, post hoc: "S-D tolerates more leading ELU+1 layers than standard attention", from each
-    variant's :func:`tolerated` count per seed (paired): inconclusive when both tolerate every layer in every
-    seed; otherwise the differences S-D minus SA must lie above 0 (:func:`interval_excludes`)."""
-    diffs = [float(a - b) for a, b in zip(k_sd, k_sa, strict=True)]
-    if not diffs:
-        return Verdict(NOT_TESTABLE, "no pair of models", math.nan, math.nan, math.nan, 0, 0.0)
-    if all(a == b == n_layers for a, b in zip(k_sd, k_sa, strict=True)):
-        why = f"both stay within {LINEAR_TOLERANCE_PCT:g} % with every layer replaced"
-        return Verdict(INCONCLUSIVE, why, 0.0, math.nan, math.nan, len(diffs), 0.0)
-    return interval_excludes(diffs, "above", 0.0)
+def verdict_more_linear_layers(
+    k_sd: Mapping[Hashable, int], k_sa: Mapping[Hashable, int], n_layers: int
+) -> Verdict:
+    """Linearisation, post hoc (the paper: S-D's first 7 of 12 layers within 5 %, SA collapses by layer 3):
+    "S-D tolerates more leading ELU+1 layers than standard attention", from each variant's :func:`tolerated`
+    count by seed: :func:`paired_rule`, S-D minus SA paired by seed, above 0. Not testable when both tolerate
+    every layer in every seed (a ceiling)."""
+    if not k_sd and not k_sa:
+        return not_testable("no pair of models", n=0, null=0.0)
+    if set(k_sd) == set(k_sa) and all(k_sd[s] == k_sa[s] == n_layers for s in k_sd):
+        why = f"both stay within {LINEAR_TOLERANCE_PCT:g} % with every layer replaced (a ceiling)"
+        return replace(paired_rule(k_sd, k_sa, "above", 0.0), word=NOT_TESTABLE, why=why)
+    return paired_rule(k_sd, k_sa, "above", 0.0)
 
 
 def verdict_retrained_linear(changes: Sequence[float]) -> Verdict:
-    """Linearisation, retrained: "S-D with ELU+1 in the first third of its layers stays close to the
-    baseline", from the retrained model's PPL change (%) per seed: the 95% interval must lie below the
-    paper's ``PAPER_LINEAR["elu_pct"]`` (:func:`interval_excludes`); not testable without a retrained
-    model."""
-    bound = PAPER_LINEAR["elu_pct"]
+    """Linearisation, retrained (the paper: ELU+1 on the first 4 of 12 layers within 1.4 % of the baseline):
+    "S-D with ELU+1 in the first third of its layers stays close to the baseline", from the retrained model's
+    PPL change (%) per seed: :func:`equivalence_rule` inside +-``CLOSE_PCT``; not testable without a
+    retrained model."""
     if not changes:
-        return Verdict(NOT_TESTABLE, "no retrained model finished", math.nan, math.nan, math.nan, 0, bound)
-    return interval_excludes(changes, "below", bound)
+        return not_testable("no retrained model finished", n=0, null=0.0, margin=CLOSE_PCT)
+    return equivalence_rule(changes, CLOSE_PCT)
 
 
 def verdict_reallocation(saved: Sequence[float], cost: Sequence[float]) -> Verdict:
-    """Reallocation: "head dims from measured rank save attention parameters at a small PPL cost", from the
-    reallocated model's attention parameters saved (%) and PPL change (%) per seed: not testable when the mean
-    saving is 0 (every layer keeps the uniform head dim); holds when the mean saving reaches the paper's
-    smallest (47 %) and the cost's 95% interval lies within its largest (+8.4 %); inconclusive when only one
-    does; otherwise does not hold. Evidence: the PPL cost and its interval over seeds, against +8.4 %."""
+    """Reallocation (the paper: 47-65 % fewer attention parameters for +3.9 % to +8.4 % PPL): "head dims from
+    measured rank save attention parameters at a small PPL cost", from the reallocated model's attention
+    parameters saved (%) and PPL change (%) per seed. Both parts must hold (:func:`_combine`): the saving (the
+    same head dims in every seed, so exact: :func:`exact_rule`) at least the paper's smallest, 47 %; the
+    cost's :func:`mean_rule` below the paper's largest, +8.4 %. Gate (kept): not testable when the mean
+    saving is 0 (every layer keeps the uniform head dim). Evidence: the deciding part's (the PPL cost when
+    both hold)."""
     bound = PAPER_REALLOCATION["ppl_pct"][1]
-    saved_mean = float(pd.Series([float(s) for s in saved], dtype=float).mean())
-    cost_v = interval_excludes(cost, "below", bound)
-    evidence = (cost_v.estimate, cost_v.low, cost_v.high, cost_v.n, bound)
+    if not cost:
+        return not_testable("no reallocated model finished", n=0, null=bound)
+    saved_mean = float(np.mean([float(s) for s in saved]))
+    cost_v = mean_rule(cost, "below", bound)
     if saved_mean == 0:
         why = "every layer's measured dimensions call for the uniform head dim: nothing to reallocate"
-        return Verdict(NOT_TESTABLE, why, *evidence)
-    ok = [saved_mean >= PAPER_REALLOCATION["params_saved_pct"][0], cost_v.word == HOLDS]
-    if all(ok):
-        return Verdict(HOLDS, "", *evidence)
-    if any(ok):
-        why = "the saving is smaller" if ok[1] else "the perplexity cost is not within the bound"
-        return Verdict(INCONCLUSIVE, why, *evidence)
-    return Verdict(DOES_NOT_HOLD, "", *evidence)
+        return replace(cost_v, word=NOT_TESTABLE, why=why)
+    smallest = PAPER_REALLOCATION["params_saved_pct"][0]
+    saving = exact_rule(saved_mean, smallest, "above", n=len(saved),
+                        what="the attention parameters saved (%)")  # fmt: skip
+    return _combine({"cost": cost_v, "saving": saving})
 
 
 # Claims rows ----------------------------------------------------------------------------------------------
 
 
-def claims(
-    exp: SDExperiment,
-    runs: Runs,
-    losses: pd.DataFrame,
-    heads: pd.DataFrame,
-    cascade: pd.DataFrame,
-    baseline: pd.DataFrame,
-    trend: pd.DataFrame,
-    drift: pd.DataFrame,
-    collapse: pd.DataFrame,
-    linear: pd.DataFrame,
-    realloc: pd.DataFrame,
-) -> list[Claim]:
+def claims(exp: SDExperiment, evidence: Evidence) -> list[Claim]:
     """Every claim of docs/papers/sd-routing.md, with a verdict computed from this run's measurements; at
     smoke scale every verdict is "not testable here" (the evidence columns are still filled)."""
+    e = evidence
     rows = [
-        *_claims_pretrained(exp, heads),
-        *_claims_stability(exp, runs, losses, heads),
-        *_claims_cascade(exp, cascade, baseline),
-        *_claims_trend(trend),
-        *_claims_collapse(collapse, drift),
-        *_claims_linear(exp, linear),
-        *_claims_realloc(realloc),
+        *_claims_pretrained(exp, e.heads),
+        *_claims_stability(exp, e.runs, e.losses, e.heads),
+        *_claims_cascade(exp, e.cascade, e.baseline),
+        *_claims_trend(e.trend),
+        *_claims_collapse(e.collapse, e.drift),
+        *_claims_linear(exp, e.linear),
+        *_claims_realloc(e.realloc),
     ]
     if exp.scale == "smoke":
-        rows = [replace(c, verdict=f"{NOT_TESTABLE}: {SMOKE}") for c in rows]
+        rows = [replace(c, verdict=replace(c.verdict, word=NOT_TESTABLE, why=SMOKE)) for c in rows]
     return rows
 
 
@@ -355,15 +431,13 @@ def _claims_pretrained(exp: SDExperiment, heads: pd.DataFrame) -> list[Claim]:
             continue
         ours = "; ".join(f"{m} {share[m, 'trained']:.1f} % (random weights {share[m, 'random init']:.1f} %)"
                          for m in models)  # fmt: skip
-        rows.append(
-            Claim(
-                "pretrained", claim, f"{paper} {number}", f"heads with it: {ours}",
-                verdict_beyond_random(
-                    {m: (int(k[m, "trained"]), int(n[m, "trained"])) for m in models},
-                    {m: float(share[m, "random init"]) for m in models},
-                ),
-            )
-        )  # fmt: skip
+        counts = {m: (int(k[m, "trained"]), int(n[m, "trained"])) for m in models}
+        random = {m: float(share[m, "random init"]) / 100 for m in models}
+        if flag == "unstable":
+            verdict = verdict_every_head_unstable(counts, random)
+        else:
+            verdict = verdict_share_beyond_random(counts, random, MAJORITY)
+        rows.append(Claim("pretrained", claim, f"{paper} {number}", f"heads with it: {ours}", verdict))
     return rows
 
 
@@ -404,9 +478,9 @@ def _claims_stability(
         ours = "loss without vs with LayerNorm (seed mean): " + ", ".join(
             f"{s} S-D {signed(r['sd'], 1)} %, SA {signed(r['sa'], 1)} %" for s, r in per_size.iterrows()
         )
-        sd_list, sa_list = sd_gaps.tolist(), sa_gaps.tolist()
+        sd_by, sa_by = sd_gaps.to_dict(), sa_gaps.to_dict()  # keyed by (size, seed)
     else:
-        ours, sd_list, sa_list = "no pair of models with and without LayerNorm finished", [], []
+        ours, sd_by, sa_by = "no pair of models with and without LayerNorm finished", {}, {}
     if sd_failed or sa_failed:
         ours += f"; diverged: {sd_failed + sa_failed}"
     rows.append(
@@ -415,7 +489,7 @@ def _claims_stability(
             "S-D attention trains without LayerNorm (control: SA without LayerNorm)",
             "trains (no number given)",
             ours,
-            verdict_trains_without_layernorm(sd_list, sa_list, len(sd_failed), len(sa_failed)),
+            verdict_trains_without_layernorm(sd_by, sa_by, len(sd_failed), len(sa_failed)),
         )
     )
     return rows
@@ -485,15 +559,16 @@ def _claims_trend(trend: pd.DataFrame) -> list[Claim]:
             continue
         order = sub.groupby("size")["params"].first().sort_values()
         fractions = sub.pivot_table(index="seed", columns="size", values="fraction at min rank")[order.index]
-        rises = (fractions.iloc[:, -1] - fractions.iloc[:, 0]).tolist() if len(order) > 1 else []
         ours = ", ".join(f"{s} ({p / 1e6:.2f}M) {100 * fractions[s].mean():.0f} %" for s, p in order.items())
+        complete = fractions.dropna()  # a seed with a diverged size has no slope
+        by_seed = {seed: row.tolist() for seed, row in complete.iterrows()}
         claims.append(
             Claim(
                 "scale trend",
                 f"the fraction of layers at minimum rank grows with size ({LABELS[variant]}, {measure})",
                 "33 % at 18M -> 92 % at 355M",
                 f"layers at rank <= {MIN_RANK}: {ours}",
-                verdict_grows_with_size(rises),
+                verdict_grows_with_size(order.tolist(), by_seed),
             )
         )
     return claims
@@ -563,16 +638,16 @@ def _claims_linear(exp: SDExperiment, linear: pd.DataFrame) -> list[Claim]:
     }  # fmt: skip
     claims = []
     for variant in ("sd", "sd-shared"):
-        seeds = counts[variant].index.intersection(counts["sa"].index)
-        k_sd, k_sa = counts[variant][seeds].tolist(), counts["sa"][seeds].tolist()
+        seeds = counts[variant].index.intersection(counts["sa"].index)  # pairs by seed: both models finished
+        k_sd, k_sa = counts[variant][seeds].to_dict(), counts["sa"][seeds].to_dict()
         claims.append(
             Claim(
                 "linearisation",
                 f"{LABELS[variant]} tolerates more leading ELU+1 layers than standard attention (post hoc)",
                 f"S-D: first {PAPER_LINEAR['layers']} of {PAPER_LINEAR['of']} layers < 5 % PPL; SA collapses "
                 "by layer 3",
-                f"{exp.probe}, most leading layers within 5 % per seed: {LABELS[variant]} {k_sd}, SA {k_sa} "
-                f"(of {n})",
+                f"{exp.probe}, most leading layers within 5 % per seed: {LABELS[variant]} "
+                f"{list(k_sd.values())}, SA {list(k_sa.values())} (of {n})",
                 verdict_more_linear_layers(k_sd, k_sa, n),
             )
         )

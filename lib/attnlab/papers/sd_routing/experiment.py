@@ -513,24 +513,13 @@ class SDExperiment(PaperExperiment):
 
     # Claims -------------------------------------------------------------------------------------------
 
-    def claims(
-        self,
-        runs: Runs,
-        losses: pd.DataFrame,
-        heads: pd.DataFrame,
-        cascade: pd.DataFrame,
-        baseline: pd.DataFrame,
-        trend: pd.DataFrame,
-        drift: pd.DataFrame,
-        collapse: pd.DataFrame,
-        linear: pd.DataFrame,
-        realloc: pd.DataFrame,
-    ) -> list[Claim]:
-        """Every claim of docs/papers/sd-routing.md, with a verdict computed from this run's measurements
-        (:func:`attnlab.papers.sd_routing.claims.claims`)."""
-        return sd_claims.claims(
-            self, runs, losses, heads, cascade, baseline, trend, drift, collapse, linear, realloc
-        )
+    def claims(self, evidence: sd_claims.Evidence) -> list[Claim]:
+        """Every claim of docs/papers/sd-routing.md, with a verdict computed from this run's measurements,
+        passed by name (:class:`attnlab.papers.sd_routing.claims.Evidence`;
+        :func:`attnlab.papers.sd_routing.claims.claims`)."""
+        if not isinstance(evidence, sd_claims.Evidence):
+            raise TypeError(f"claims() takes one sd_routing.claims.Evidence; got {type(evidence).__name__}")
+        return sd_claims.claims(self, evidence)
 
 
 def configure(
