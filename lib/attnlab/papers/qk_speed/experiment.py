@@ -718,23 +718,10 @@ class QKSpeedExperiment(PaperExperiment):
 
     # Claims ------------------------------------------------------------------------------------------------
 
-    def claims(
-        self,
-        fig2,
-        ratio,
-        fig3,
-        sims,
-        fits,
-        sva,
-        squad,
-        hatexplain: str,
-        sva_adam: pd.DataFrame | None = None,
-        squad_authors: pd.DataFrame | None = None,
-    ) -> list[Claim]:
-        """The claims table's rows (:func:`attnlab.papers.qk_speed.claims.claims`)."""
-        return paper_claims.claims(
-            self, fig2, ratio, fig3, sims, fits, sva, squad, hatexplain, sva_adam, squad_authors
-        )
+    def claims(self, evidence: paper_claims.Evidence) -> list[Claim]:
+        """The claims table's rows (:func:`attnlab.papers.qk_speed.claims.claims`) from the notebook's
+        results, named in one :class:`~attnlab.papers.qk_speed.claims.Evidence` bundle."""
+        return paper_claims.claims(self, evidence)
 
 
 def available_cores() -> int:
