@@ -140,9 +140,11 @@ def test_two_identical_computations_at_once_compute_once(monkeypatch, tmp_path):
         """)],
         env={**os.environ, "ATTNLAB_BUILD": str(tmp_path)},
     )  # fmt: skip
-    lock = tmp_path / "results" / "lock_test"
+    from attnlab.locks import is_locked
+    from attnlab.training.cache import result_path
+
     deadline = time.time() + 30
-    while not list(lock.glob("*.lock")) and time.time() < deadline:  # the first holds the lock
+    while not is_locked(result_path("lock_test", {"a": 1})) and time.time() < deadline:  # the first holds it
         time.sleep(0.05)
 
     def must_not_run():

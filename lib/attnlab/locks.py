@@ -1,22 +1,27 @@
 """One computation at a time per result: an exclusive lock beside each cached result, so that two identical
 runs started together train once (the second waits, then loads what the first stored).
 
-The lock is ``fcntl.flock`` on ``<result>.lock``: the operating system releases it when its holder exits or is
-killed, so a crashed run never leaves a lock behind that blocks the next one.
+The lock is ``fcntl.flock`` on a file in ``build/locks/`` named by a digest of the result's absolute path (so
+the cache folders hold results only): the operating system releases it when its holder exits or is killed,
+so a crashed run never leaves a lock behind that blocks the next one.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from attnlab import paths
+
 
 def lock_path(path: Path) -> Path:
-    """The lock file of a result at ``path`` (a file or a folder): ``<path>.lock`` beside it."""
-    return path.with_name(path.name + ".lock")
+    """The lock file of a result at ``path`` (a file or a folder): ``build/locks/<path digest>.lock``."""
+    digest = hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:24]
+    return paths.build_dir() / "locks" / f"{digest}.lock"
 
 
 @contextmanager
