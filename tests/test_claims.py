@@ -88,3 +88,39 @@ def test_printed_zeros_carry_no_sign():
     values = (-0.001, -0.0, 0.001, -0.005001, 1.234)
     assert [fixed(v, 2) for v in values] == ["0.00", "0.00", "0.00", "-0.01", "1.23"]
     assert [signed(v, 1) for v in (-0.01, 0.04, 0.06, -2.0)] == ["0.0", "0.0", "+0.1", "-2.0"]
+
+
+def test_a_table_from_before_the_rule_is_flagged_not_counted(tmp_path, monkeypatch):
+    from attnlab.runner import report
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    folder = tmp_path / "cpu" / "qk_speed"
+    folder.mkdir(parents=True)
+    old = {
+        "figure": ["Fig. 2"],
+        "claim": ["c"],
+        "paper": ["p"],
+        "ours": ["o"],
+        "verdict": ["does not hold: x"],
+    }
+    pd.DataFrame(old).to_csv(folder / "claims.csv", index=False)
+    (folder / "claims.md").write_text("# QK\n")
+    row = report.overview("cpu").splitlines()[2]
+    assert "not re-judged" in row and "| 0 |" not in row
+    assert "not re-judged" in report.claims_section(folder)
+
+
+def test_verdict_changes_are_matched_by_figure_and_claim():
+    from attnlab.runner.report import verdict_changes
+
+    old = pd.DataFrame({"figure": ["F1", "F1", "F2"], "claim": ["a", "b", "gone"],
+                        "verdict": ["does not hold: mean below", "holds", "holds"]})  # fmt: skip
+    new = pd.DataFrame({"figure": ["F1", "F1", "F3"], "claim": ["b", "a", "added"],
+                        "verdict": ["holds", "inconclusive", "not testable here"]})  # fmt: skip
+    changed = verdict_changes(old, new)
+    rows = {(r.claim, r.old, r.new) for r in changed.itertuples()}
+    assert rows == {
+        ("a", "does not hold", "inconclusive"),
+        ("gone", "holds", "-"),
+        ("added", "-", "not testable here"),
+    }

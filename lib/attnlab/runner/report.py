@@ -9,6 +9,7 @@ the notebooks wrote.
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab import paths
-from attnlab.runner.claims import SMOKE_NOTE
+from attnlab.runner.claims import COLUMNS, SMOKE_NOTE
 from attnlab.runner.verdicts import VERDICTS
 
 #: The column names of the overview, one per verdict word.
@@ -51,12 +52,30 @@ def figure_file(folder: Path, figure: str) -> str | None:
     return matches[0].name if len(matches) == 1 else None
 
 
+def judged_by_the_rule(frame: pd.DataFrame) -> bool:
+    """Whether a claims table was judged by the shared decision rule (it has every column the rule writes);
+    a table written before it has free-text verdicts and is reported as not re-judged, never counted."""
+    return set(COLUMNS) <= set(frame.columns)
+
+
+NOT_REJUDGED = (
+    "judged by the rule used before docs/verdicts.md; not re-judged yet (its free-text verdicts are not "
+    "counted): re-run the notebook at this scale"
+)
+
+
 def overview(scale: str, link_root: str = "") -> str:
     """A Markdown table: one row per paper, how many of its claims hold, do not hold, are inconclusive and
-    are not testable here, linking its claims table (paths relative to ``link_root``)."""
+    are not testable here, linking its claims table (paths relative to ``link_root``). A table not judged by
+    the shared rule is listed without counts."""
     lines = ["| paper | " + " | ".join(VERDICT_COLUMNS.values()) + " | claims |", "|---" * 6 + "|"]
     for folder in paper_folders(scale):
-        words = [verdict_word(v) for v in pd.read_csv(folder / "claims.csv")["verdict"]]
+        frame = pd.read_csv(folder / "claims.csv")
+        if not judged_by_the_rule(frame):
+            link = f"{link_root}{folder.name}/claims.md"
+            lines.append(f"| {folder.name} | {NOT_REJUDGED} |  |  |  | [{len(frame)} claims]({link}) |")
+            continue
+        words = [verdict_word(v) for v in frame["verdict"]]
         counts = " | ".join(str(words.count(w)) for w in VERDICT_COLUMNS)
         link = f"{link_root}{folder.name}/claims.md"
         lines.append(f"| {folder.name} | {counts} | [{len(words)} claims]({link}) |")
@@ -82,6 +101,8 @@ def claims_section(folder: Path) -> str:
     detectable effect."""
     frame = pd.read_csv(folder / "claims.csv")
     title = (folder / "claims.md").read_text().splitlines()[0].removeprefix("# ")
+    if not judged_by_the_rule(frame):
+        return f"## {folder.name}: {title}\n\n> {NOT_REJUDGED} ([the old table]({folder.name}/claims.md)).\n"
     lines = [
         f"## {folder.name}: {title}",
         "",
@@ -131,14 +152,89 @@ def update_readme(readme: Path, scale: str) -> bool:
     return new != text
 
 
+CHANGES_START = "<!-- changes:start -->"
+CHANGES_END = "<!-- changes:end -->"
+
+
+def old_word(text: str) -> str:
+    """The verdict word a claims row written before the shared rule starts with ("does not hold: ..." ->
+    "does not hold")."""
+    for word in sorted(VERDICTS, key=len, reverse=True):  # "does not hold" before "holds"
+        if str(text).startswith(word):
+            return word
+    raise ValueError(f"not a verdict: {text!r}")
+
+
+def verdict_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose verdict word differs between two claims tables of one paper, matched by (figure, claim):
+    figure, claim, old word, new word (``-`` for a row present in one table only)."""
+    key = ["figure", "claim"]
+    before = old.assign(old=[old_word(v) for v in old["verdict"]])[[*key, "old"]]
+    after = new.assign(new=[old_word(v) for v in new["verdict"]])[[*key, "new"]]
+    both = before.merge(after, on=key, how="outer").fillna("-")
+    return both[both["old"] != both["new"]].reset_index(drop=True)
+
+
+def changes_markdown(scale: str, ref: str) -> str:
+    """Every verdict at ``scale`` that differs from the claims tables committed at git ``ref``, per paper,
+    with the counts of rows compared."""
+    import subprocess
+
+    root = paths.repo_root()
+    parts = [
+        f"Re-judged at `{scale}` scale; the old words are those committed at `{ref}` (the rule before this "
+        "one)."
+    ]
+    for folder in paper_folders(scale):
+        new = pd.read_csv(folder / "claims.csv")
+        if not judged_by_the_rule(new):
+            parts.append(f"\n**{folder.name}**: not re-judged yet.")
+            continue
+        rel = folder.relative_to(root) / "claims.csv"
+        shown = subprocess.run(
+            ["git", "-C", str(root), "show", f"{ref}:{rel}"], capture_output=True, text=True
+        )
+        if shown.returncode:
+            parts.append(f"\n**{folder.name}**: no table at `{ref}`.")
+            continue
+        old = pd.read_csv(io.StringIO(shown.stdout))
+        changed = verdict_changes(old, new)
+        parts.append(f"\n**{folder.name}**: {len(changed)} of {len(new)} rows changed ({len(old)} before).\n")
+        if len(changed):
+            parts += ["| figure | claim | before | now |", "|---|---|---|---|"]
+            parts += [
+                f"| {_cell(r.figure)} | {_cell(r.claim)} | {r.old} | {r.new} |" for r in changed.itertuples()
+            ]
+    return "\n".join(parts) + "\n"
+
+
+def write_changes(path: Path, scale: str, ref: str) -> None:
+    """Replace the changes block of ``path`` (``docs/verdicts.md``) with :func:`changes_markdown`."""
+    text = path.read_text()
+    pattern = re.compile(re.escape(CHANGES_START) + ".*?" + re.escape(CHANGES_END), re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"{path}: no changes markers ({CHANGES_START} ... {CHANGES_END})")
+    path.write_text(
+        pattern.sub(lambda _: f"{CHANGES_START}\n{changes_markdown(scale, ref)}{CHANGES_END}", text)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m attnlab.runner.report", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--scale", default="cpu")
     parser.add_argument("--readme", action="store_true", help="also rewrite the README's overview block")
+    parser.add_argument("--changes-since", metavar="REF", help="list in docs/verdicts.md every verdict that "
+                        "differs from the claims tables committed at git REF")  # fmt: skip
     args = parser.parse_args(argv)
     print(write_report(args.scale))
+    if args.changes_since:
+        root = paths.repo_root()
+        if root is None:
+            raise SystemExit("--changes-since needs a checkout")
+        write_changes(root / "docs" / "verdicts.md", args.scale, args.changes_since)
+        print("docs/verdicts.md: changes since", args.changes_since)
     if args.readme:
         root = paths.repo_root()
         if root is None:
