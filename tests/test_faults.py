@@ -136,21 +136,24 @@ def test_two_identical_computations_at_once_compute_once(monkeypatch, tmp_path):
             def slow():
                 time.sleep(3)
                 return {"value": 1}
-            cached_result("lock_test", {"a": 1}, slow)
+            cached_result("lock_test", {"a": 1}, slow, code=("attnlab.errors",))
         """)],
         env={**os.environ, "ATTNLAB_BUILD": str(tmp_path)},
     )  # fmt: skip
     from attnlab.locks import is_locked
     from attnlab.training.cache import result_path
 
+    code = ("attnlab.errors",)  # the computations are defined here, outside attnlab: name a module
     deadline = time.time() + 30
-    while not is_locked(result_path("lock_test", {"a": 1})) and time.time() < deadline:  # the first holds it
+    while (
+        not is_locked(result_path("lock_test", {"a": 1}, code=code)) and time.time() < deadline
+    ):  # the first holds it
         time.sleep(0.05)
 
     def must_not_run():
         raise AssertionError("the second identical computation ran instead of waiting for the first")
 
-    result, loaded = cached_result("lock_test", {"a": 1}, must_not_run)
+    result, loaded = cached_result("lock_test", {"a": 1}, must_not_run, code=code)
     assert first.wait(timeout=60) == 0
     assert result == {"value": 1} and loaded
 
