@@ -181,3 +181,39 @@ def test_a_runs_key_covers_its_device():
     spec = RunSpec(GPTConfig(n_layer=1), TrainConfig(steps=1))
     assert spec.key(torch.device("cpu")) != spec.key(torch.device("cuda"))
     assert spec.key(torch.device("cpu")) == spec.key(torch.device("cpu"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [2, 15], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_the_kernel_and_what_it_started_within_seconds(tmp_path, signum):
+    """Ctrl-C or a SIGTERM to the runner stops it, the notebook kernel (which runs in its own session, out of
+    Ctrl-C's reach) and whatever the kernel started, within seconds, and leaves no half-written notebook."""
+    import nbformat
+
+    marker = tmp_path / "pids"
+    cell = textwrap.dedent(f"""
+        import os, subprocess, sys, time
+        worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        open({str(marker)!r}, "w").write(f"{{os.getpid()}} {{worker.pid}}")
+        time.sleep(300)
+    """)
+    source = tmp_path / "slow.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)]), source)
+    target = tmp_path / "out" / "slow.ipynb"
+    runner = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        from pathlib import Path
+        from attnlab.runner.run import execute, stop_on_signals
+        stop_on_signals()
+        execute(Path({str(source)!r}), Path({str(target)!r}), {{}}, log_output=False)
+    """)])  # fmt: skip
+    deadline = time.time() + 120
+    while not (marker.exists() and marker.read_text()) and time.time() < deadline:
+        time.sleep(0.2)
+    kernel, worker = map(int, marker.read_text().split())
+    start = time.time()
+    runner.send_signal(signum)
+    runner.wait(timeout=30)
+    assert time.time() - start < 15
+    time.sleep(1)
+    assert not leftovers.alive(kernel) and not leftovers.alive(worker)
+    assert not target.exists() and not list(target.parent.glob("*.partial*"))  # nothing half-made

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import hashlib
 import importlib
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -115,6 +117,31 @@ def failure_summary(path: Path, lines: int = 40) -> str:
     return f"no cell of {path} holds an error"
 
 
+def stop_on_signals() -> None:
+    """On Ctrl-C (SIGINT) or SIGTERM, kill every process this runner started, at once (the notebook kernel
+    runs in its own session, so Ctrl-C never reaches it, nor the workers it started), then raise
+    ``KeyboardInterrupt``: the staged outputs are removed, the previous figures stay whole, and the executed
+    notebook is kept as ``<name>.failed.ipynb``."""
+
+    def stop(signum: int, _frame: object) -> None:
+        import psutil  # with the notebooks extra (ipykernel needs it)
+
+        children = psutil.Process().children(recursive=True)
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        psutil.wait_procs(children, timeout=5)
+        print(
+            f"\n{signal.Signals(signum).name}: stopped {len(children)} process(es)",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+
+
 def execute(source: Path, target: Path, parameters: dict[str, object], log_output: bool) -> None:
     """Run ``source`` into ``target`` atomically, with a progress bar over its cells; a failed run is kept as
     ``<name>.failed.ipynb`` and the failing cell's output and error are printed."""
@@ -126,7 +153,7 @@ def execute(source: Path, target: Path, parameters: dict[str, object], log_outpu
     try:
         papermill.execute_notebook(
             str(source), str(partial), parameters=parameters, kernel_name="python3",
-            cwd=str(source.parent), log_output=log_output, progress_bar=True,
+            cwd=str(source.parent), log_output=log_output, progress_bar=True, shutdown_kernel="immediate",
         )  # fmt: skip
     except BaseException as err:
         if partial.exists():
@@ -236,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for path in remove_stale():
         print(f"removed what an interrupted run left: {path}")
+    stop_on_signals()
     if args.store:
         os.environ[SCALE_ENV] = "smoke"  # the kernels inherit it: the notebooks' scale "auto" is smoke here
     try:
@@ -254,30 +282,39 @@ def main(argv: list[str] | None = None) -> int:
         # the notebook kernels inherit it; attnlab.training.launch reads it
         os.environ[NPROC_ENV] = str(args.nproc)
     own = {k: v for k, v in overrides.items() if k != "scale"}
-    walls = {}
-    for i, (name, params) in enumerate(plan.items(), 1):
-        print(f"[{i}/{len(plan)}] {name} (scale={scale}) ...", flush=True)
-        source = notebooks_dir() / f"{name}.ipynb"
-        start = time.perf_counter()
-        cached_before = cache_state()
-        if args.store:
-            target = paths.build_dir() / "notebooks" / "store" / f"{name}.ipynb"
-            run_staged(source, target, {}, log_output=not args.quiet)
-            strip_noise(target)
-            os.replace(target, source)
-            target = source
-        else:
-            output = variant_name(name, own)
-            target = paths.build_dir() / "notebooks" / scale / f"{output}.ipynb"
-            run_staged(source, target, params, log_output=not args.quiet, name=output)
-            if scale != "smoke":  # kept beside the figures, so a reader sees the executed notebook
-                kept = paths.figures_dir() / scale / "notebooks" / f"{output}.ipynb"
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(target, kept)
-                strip_noise(kept)
-        walls[name] = time.perf_counter() - start
-        done = f"{walls[name] / 60:.1f} min, {cache_summary(cached_before, cache_state())}"
-        print(f"[{i}/{len(plan)}] {name} done in {done} -> {target}", flush=True)
+    walls: dict[str, float] = {}
+    try:
+        for i, (name, params) in enumerate(plan.items(), 1):
+            print(f"[{i}/{len(plan)}] {name} (scale={scale}) ...", flush=True)
+            source = notebooks_dir() / f"{name}.ipynb"
+            start = time.perf_counter()
+            cached_before = cache_state()
+            if args.store:
+                target = paths.build_dir() / "notebooks" / "store" / f"{name}.ipynb"
+                run_staged(source, target, {}, log_output=not args.quiet)
+                strip_noise(target)
+                os.replace(target, source)
+                target = source
+            else:
+                output = variant_name(name, own)
+                target = paths.build_dir() / "notebooks" / scale / f"{output}.ipynb"
+                run_staged(source, target, params, log_output=not args.quiet, name=output)
+                if scale != "smoke":  # kept beside the figures, so a reader sees the executed notebook
+                    kept = paths.figures_dir() / scale / "notebooks" / f"{output}.ipynb"
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(target, kept)
+                    strip_noise(kept)
+            walls[name] = time.perf_counter() - start
+            done = f"{walls[name] / 60:.1f} min, {cache_summary(cached_before, cache_state())}"
+            print(f"[{i}/{len(plan)}] {name} done in {done} -> {target}", flush=True)
+    except KeyboardInterrupt:
+        write_report(scale)  # the notebooks that finished are published and reported
+        print(
+            "interrupted: the running notebook's figures were not published (its executed copy is kept as "
+            "<name>.failed.ipynb); the notebooks that finished keep theirs",
+            file=sys.stderr,
+        )
+        return 130
 
     report = write_report(scale)
     print(f"\nclaims: {report}")
