@@ -68,7 +68,7 @@ gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's 
 
 test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale notebooks
 	$(PY) -m pytest -q tests
-	ATTNLAB_SCALE=smoke OMP_NUM_THREADS=1 $(PY) -m pytest -q $(NBVAL_FLAGS) notebooks
+	ATTNLAB_SCALE=smoke ATTNLAB_CHECK_CODE_KEYS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q $(NBVAL_FLAGS) notebooks
 
 test-fast: $(STAMP) lint ## lint and the unit tests not marked slow (torch.compile, torchrun): the quick loop
 	$(PY) -m pytest -q -m "not slow" tests
@@ -82,7 +82,7 @@ format: $(STAMP) ## apply ruff fixes and formatting
 	$(VENV)/bin/ruff format lib tests notebooks
 
 store-notebooks: $(STAMP) ## re-execute the notebooks at smoke scale on two threads and store their outputs (nbval checks them on one)
-	OMP_NUM_THREADS=2 $(PY) -m attnlab.runner.run --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+	ATTNLAB_CHECK_CODE_KEYS=1 OMP_NUM_THREADS=2 $(PY) -m attnlab.runner.run --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
 
 clean: ## remove build outputs and the results cache (keeps .venv and downloaded data)
 	rm -rf build figures/smoke

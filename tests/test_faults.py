@@ -136,21 +136,24 @@ def test_two_identical_computations_at_once_compute_once(monkeypatch, tmp_path):
             def slow():
                 time.sleep(3)
                 return {"value": 1}
-            cached_result("lock_test", {"a": 1}, slow)
+            cached_result("lock_test", {"a": 1}, slow, code=("attnlab.errors",))
         """)],
         env={**os.environ, "ATTNLAB_BUILD": str(tmp_path)},
     )  # fmt: skip
     from attnlab.locks import is_locked
     from attnlab.training.cache import result_path
 
+    code = ("attnlab.errors",)  # the computations are defined here, outside attnlab: name a module
     deadline = time.time() + 30
-    while not is_locked(result_path("lock_test", {"a": 1})) and time.time() < deadline:  # the first holds it
+    while (
+        not is_locked(result_path("lock_test", {"a": 1}, code=code)) and time.time() < deadline
+    ):  # the first holds it
         time.sleep(0.05)
 
     def must_not_run():
         raise AssertionError("the second identical computation ran instead of waiting for the first")
 
-    result, loaded = cached_result("lock_test", {"a": 1}, must_not_run)
+    result, loaded = cached_result("lock_test", {"a": 1}, must_not_run, code=code)
     assert first.wait(timeout=60) == 0
     assert result == {"value": 1} and loaded
 
@@ -214,3 +217,43 @@ def test_ctrl_c_stops_the_kernel_and_what_it_started_within_seconds(tmp_path, si
     time.sleep(1)
     assert not leftovers.alive(kernel) and not leftovers.alive(worker)
     assert not target.exists() and not list(target.parent.glob("*.partial*"))  # nothing half-made
+
+
+def test_a_flipped_byte_in_the_converted_smollm2_checkpoint_is_caught(tmp_path, monkeypatch):
+    from attnlab import hf
+    from attnlab.data import artifacts
+
+    class Rebuilt(Exception):
+        pass
+
+    monkeypatch.setattr(hf, "data_dir", lambda: tmp_path)
+    folder = tmp_path / hf.SMOLLM2_CHECKPOINT
+    folder.mkdir()
+    weights = folder / "model.safetensors"
+    weights.write_bytes(bytes(range(256)) * 64)
+    files = {weights.name: verified.digest_once(weights)}
+    marker = {"archive_sha256": artifacts.get("smollm2").sha256, "member": hf.SMOLLM2_GGUF,
+              "transformers": hf.transformers_version, "files": files}  # fmt: skip
+    (folder / hf.CHECKPOINT_MARKER).write_text(json.dumps(marker))
+    monkeypatch.setattr(hf, "smollm2_gguf", lambda: (_ for _ in ()).throw(Rebuilt()))
+    assert hf.smollm2_checkpoint() == folder  # as converted: used, the GGUF not touched
+    data = bytearray(weights.read_bytes())
+    data[1000] ^= 0x01  # one bit, same size
+    weights.write_bytes(bytes(data))
+    with pytest.raises(Rebuilt):  # refused: converted again from the verified GGUF
+        hf.smollm2_checkpoint()
+
+
+def test_a_token_shard_overwritten_in_place_is_refused(tmp_path, monkeypatch):
+    from attnlab.data import corpora, shards
+    from attnlab.errors import CorruptFile
+
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setitem(corpora._CORPORA, "tiny", lambda: [("a", "Some text to tokenise.\n" * 80)])
+    monkeypatch.setattr(corpora, "fingerprint", lambda name, val_fraction=0.1: "fixed")
+    folder = shards.write_shards(shards.local_source("tiny"), tmp_path / "shards", tokenizer="byte")
+    shards.open_shards(folder)  # as written: opens
+    train = next(folder.glob("train-*.bin"))
+    train.write_bytes(bytes(len(train.read_bytes())))  # every token overwritten, the size unchanged
+    with pytest.raises(CorruptFile, match="SHA-256"):
+        shards.open_shards(folder)

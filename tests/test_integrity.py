@@ -107,10 +107,10 @@ def test_a_damaged_cached_result_is_computed_again(monkeypatch, tmp_path, capsys
         calls.append(1)
         return {"w": torch.arange(100.0)}
 
-    cache.cached_result("demo", {"a": 1}, compute)
+    cache.cached_result("demo", {"a": 1}, compute, code=("attnlab.errors",))
     (path,) = (tmp_path / "results").rglob("*.pt")
     DAMAGE[damage](path)
-    result, loaded = cache.cached_result("demo", {"a": 1}, compute)
+    result, loaded = cache.cached_result("demo", {"a": 1}, compute, code=("attnlab.errors",))
     assert not loaded and len(calls) == 2 and torch.equal(result["w"], torch.arange(100.0))
     assert "computing it again" in capsys.readouterr().err
 

@@ -81,6 +81,7 @@ from transformers import (  # noqa: E402
 from transformers import __version__ as transformers_version  # noqa: E402
 from transformers.masking_utils import AttentionMaskInterface, eager_mask  # noqa: E402
 
+from attnlab import verified  # noqa: E402
 from attnlab.attention import rescaled_mix  # noqa: E402
 from attnlab.data import artifacts  # noqa: E402
 from attnlab.data.tokenizer import ByteTokenizer  # noqa: E402
@@ -153,17 +154,30 @@ def smollm2_checkpoint() -> Path:
     ``data_dir()``), so that later loads take a fraction of a second instead of transformers' GGUF parse
     (about 14 s on two cores). The weights are the same numbers the GGUF load gives (Q4_1 dequantised to
     float32): the new folder is reloaded and compared tensor by tensor, and its tokenizer on a probe text,
-    before it is moved into place. A marker records the verified archive's SHA-256 and the transformers
-    version; a folder from another archive or another transformers version is rebuilt."""
+    before it is moved into place. A marker records the verified archive's SHA-256, the transformers version
+    and each file's SHA-256, checked before the folder is used (once per process); a folder from another
+    archive or transformers version, or with a file that differs from its digest, is rebuilt."""
     final = data_dir() / SMOLLM2_CHECKPOINT
     art = artifacts.get("smollm2")  # the archive the GGUF comes from (extract() verifies it on conversion)
     wanted = {"archive_sha256": art.sha256, "member": SMOLLM2_GGUF, "transformers": transformers_version}
 
     def ready() -> bool:
         try:
-            return json.loads((final / CHECKPOINT_MARKER).read_text()) == wanted
+            marker = json.loads((final / CHECKPOINT_MARKER).read_text())
         except (OSError, ValueError):
             return False
+        files = marker.pop("files", None)
+        if marker != wanted or not files:
+            return False
+        try:  # every file as written (hashed once per version of the file in this process)
+            bad = [name for name, digest in files.items() if verified.digest_once(final / name) != digest]
+        except OSError:
+            return False
+        if bad:
+            print(
+                f"{final}: {', '.join(bad)} differ from the digests recorded at conversion; converting again"
+            )
+        return not bad
 
     if ready():
         return final  # the GGUF itself is not read (nor hashed) again
@@ -183,7 +197,8 @@ def smollm2_checkpoint() -> Path:
             raise RuntimeError(
                 f"the checkpoint saved from {gguf} does not reload to the same model; nothing kept"
             )
-        (tmp / CHECKPOINT_MARKER).write_text(json.dumps(wanted))
+        files = {f.name: verified.digest_once(f) for f in sorted(tmp.iterdir()) if f.is_file()}
+        (tmp / CHECKPOINT_MARKER).write_text(json.dumps({**wanted, "files": files}))
         tmp.chmod(0o755)
         shutil.rmtree(final, ignore_errors=True)
         try:

@@ -10,6 +10,7 @@ record or content that does not parse raises :class:`attnlab.errors.CorruptFile`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -69,6 +70,18 @@ def _digest(path: Path) -> tuple[str, int]:
             h.update(block)
             size += len(block)
     return h.hexdigest(), size
+
+
+@functools.cache
+def _digest_of_version(path: str, _size: int, _mtime_ns: int) -> str:
+    return _digest(Path(path))[0]
+
+
+def digest_once(path: Path) -> str:
+    """The hex SHA-256 of ``path``, computed once per version of the file (its size and modification time)
+    in this process: large files that are opened often (a checkpoint, token shards) are hashed once."""
+    stat = Path(path).stat()
+    return _digest_of_version(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
 
 
 def write_with(path: Path, write: Callable[[IO[bytes]], None]) -> str:

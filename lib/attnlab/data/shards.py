@@ -28,11 +28,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attnlab import verified
 from attnlab.data import corpora as data
 from attnlab.data.tokenizer import ByteTokenizer, GPT2Tokenizer, Tokenizer, load_tokenizer
+from attnlab.errors import CorruptFile
 
 META = "shards.json"
-FORMAT = 1
+FORMAT = 2  # 2: each file's SHA-256 recorded in shards.json and checked when the folder is opened
 
 
 # ----------------------------------------------------------------------------------------------
@@ -96,8 +98,9 @@ class ShardWriter:
 
     def __init__(self, folder: Path, split: str, dtype: np.dtype, shard_tokens: int) -> None:
         self.folder, self.split, self.dtype, self.shard_tokens = folder, split, np.dtype(dtype), shard_tokens
-        self.files: list[dict] = []  # {"file": name, "tokens": count}
+        self.files: list[dict] = []  # {"file": name, "tokens": count, "sha256": hex digest}
         self.digest = hashlib.sha256()
+        self._file_digest = hashlib.sha256()
         self._file = None
 
     def write(self, tokens: np.ndarray) -> None:
@@ -112,6 +115,7 @@ class ShardWriter:
             chunk, tokens = tokens[:room], tokens[room:]
             self._file.write(chunk.tobytes())
             self.digest.update(chunk.tobytes())
+            self._file_digest.update(chunk.tobytes())
             self.files[-1]["tokens"] += len(chunk)
 
     @property
@@ -122,12 +126,14 @@ class ShardWriter:
         self.close()
         name = f"{self.split}-{len(self.files):05d}.bin"
         self._file = open(self.folder / name, "wb")  # closed by close() or the next _open_next()
+        self._file_digest = hashlib.sha256()
         self.files.append({"file": name, "tokens": 0})
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+            self.files[-1]["sha256"] = self._file_digest.hexdigest()
 
 
 def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
@@ -238,7 +244,10 @@ def read_meta(folder: Path) -> dict:
         raise FileNotFoundError(f"{folder} holds no complete token shards ({META} is missing)")
     meta = json.loads(path.read_text())
     if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: shard format {meta.get('format')!r}, this code reads {FORMAT}")
+        raise ValueError(
+            f"{path}: shard format {meta.get('format')!r}, this code reads {FORMAT}; write the folder again "
+            "with python -m attnlab.data.shards (format 2 records each file's SHA-256)"
+        )
     return meta
 
 
@@ -254,7 +263,9 @@ def shard_tokenizer(meta: dict) -> Tokenizer:
 
 
 def open_shards(folder: Path) -> dict[str, TokenShards]:
-    """Each split of a shard folder, memory-mapped; file sizes are checked against ``shards.json``."""
+    """Each split of a shard folder, memory-mapped; each file's size and SHA-256 are checked against
+    ``shards.json`` (hashed once per version of the file in a process, :func:`attnlab.verified.digest_once`):
+    a shard overwritten in place, even with its size unchanged, is refused."""
     folder = Path(folder)
     meta = read_meta(folder)
     dtype = np.dtype(meta["dtype"])
@@ -264,6 +275,9 @@ def open_shards(folder: Path) -> dict[str, TokenShards]:
             size = (folder / f["file"]).stat().st_size
             if size != f["tokens"] * dtype.itemsize:
                 raise ValueError(f"{folder / f['file']}: {size} bytes, {META} says {f['tokens']} tokens")
+            if verified.digest_once(folder / f["file"]) != f["sha256"]:
+                raise CorruptFile(folder / f["file"], f"its SHA-256 differs from the one {META} recorded",
+                                  "write the shard folder again (python -m attnlab.data.shards)")  # fmt: skip
         out[split] = TokenShards([folder / f["file"] for f in files], dtype)
     return out
 

@@ -1,5 +1,6 @@
 """Results cache: a training run is identified by its model config, train config, data fingerprint, device
-type and the source of the modules that define the computation; an identical run is loaded, not retrained.
+type and the source of every module its computation imports (:mod:`attnlab.codekeys`); an identical run is
+loaded, not retrained.
 
 Layout: ``build/runs/<key>/`` holds ``config.json``, ``checkpoint.pt`` while training (so an interrupted run
 resumes) and ``result.pt`` (weights and loss history) once finished. Under ``torchrun`` every rank trains and
@@ -10,13 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
 
 from attnlab import paths, verified
+from attnlab.codekeys import code_digest, defining_module, run_checked
 from attnlab.data import corpora as data
 from attnlab.data import shards
 from attnlab.data.tokenizer import ByteTokenizer, Tokenizer
@@ -28,23 +32,14 @@ from attnlab.training.trainer import TrainConfig, TrainResult, resolve_device, t
 
 AGAIN = "computing it again"  # what happens to a stored result that fails its check
 
-# Modules whose source defines what a training run computes; editing any of them invalidates the cache.
-PACKAGE = Path(__file__).resolve().parents[1]  # lib/attnlab: digests name modules relative to it
-_CODE_MODULES = (
-    "attention.py",
-    "model.py",
-    "training/trainer.py",
-    "training/optim.py",
-    "training/distributed.py",
-)
+# The modules whose import closure defines what a training run computes (attnlab.codekeys): the trainer, and
+# through its imports the model, attention kinds and optimiser; and the token shards it may read batches from.
+TRAINING_ROOTS = ("attnlab.training.trainer", "attnlab.data.shards")
 
 
 def code_version() -> str:
-    """Digest of the source of the modules that define the model and its training."""
-    h = hashlib.sha256()
-    for name in _CODE_MODULES:
-        h.update((PACKAGE / name).read_bytes())
-    return h.hexdigest()[:16]
+    """Digest of the source of every module a training run's computation imports (:mod:`attnlab.codekeys`)."""
+    return code_digest(TRAINING_ROOTS)
 
 
 def corpus_tokens(corpus: str) -> dict[str, torch.Tensor | shards.TokenShards]:
@@ -119,7 +114,8 @@ def check_corpus(corpus: str, vocab_size: int) -> None:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything that determines a training run's result."""
+    """Everything that determines a training run's result; :meth:`key` identifies it (stored inside the
+    result too, so a result copied into another run's folder is not taken for it)."""
 
     model: GPTConfig
     train: TrainConfig
@@ -160,6 +156,7 @@ def train_cached(
     ``folder`` keeps the run somewhere other than its cache folder (the command line's ``--out``); ``fsdp``
     and ``micro_batch`` choose how it is computed (see :func:`attnlab.training.trainer.train`), not what."""
     ctx, dev = distributed.setup(resolve_device(device))  # under torchrun: this rank's device
+    key = spec.key(dev)
     run_dir = folder if folder is not None else run_folder(spec, dev)
     result_path = run_dir / "result.pt"
     # one process at a time per run (a second identical run waits, then loads); under torchrun every rank
@@ -169,6 +166,10 @@ def train_cached(
         state = verified.load_or_discard(
             result_path, f"{label}: cached result not used", AGAIN, map_location=dev
         )
+        if state is not None and state.get("key") != key:
+            print(f"{label}: {result_path} holds another run's result (its key differs); {AGAIN}")
+            verified.discard(result_path)
+            state = None
         if state is not None:
             model = GPT(spec.model).to(dev)
             model.load_state_dict(state["model"])
@@ -180,20 +181,30 @@ def train_cached(
             (run_dir / "config.json").write_text(json.dumps(spec_dict(spec)))
         with distributed.main_first():  # rank 0 prepares a corpus's files, the others then read them
             tokens = corpus_tokens(spec.corpus)
-        result = train(
-            spec.model,
-            spec.train,
-            tokens,
-            device=str(dev),
-            run_dir=run_dir,
-            progress=progress,
-            desc=label,
-            fsdp=fsdp,
-            micro_batch=micro_batch,
+        result = run_checked(
+            partial(
+                train,
+                spec.model,
+                spec.train,
+                tokens,
+                device=str(dev),
+                run_dir=run_dir,
+                progress=progress,
+                desc=label,
+                fsdp=fsdp,
+                micro_batch=micro_batch,
+            ),  # a partial, not a lambda: no frame of this module runs inside the checked computation
+            TRAINING_ROOTS,
+            label,
         )
         if is_main:
             verified.save(
-                {"model": result.model.state_dict(), "history": result.history, "timing": result.timing},
+                {
+                    "key": key,
+                    "model": result.model.state_dict(),
+                    "history": result.history,
+                    "timing": result.timing,
+                },  # fmt: skip
                 result_path,
             )
             verified.discard(run_dir / "checkpoint.pt")
@@ -213,26 +224,21 @@ def spec_dict(spec: RunSpec) -> dict:
 # --- a generic results cache (circuits, classifiers: anything that is not a ``train_cached`` LM run) ------
 
 
-def source_digest(modules: tuple[str, ...]) -> str:
-    """Digest of the source of ``modules`` (file names relative to the ``attnlab`` package, e.g.
-    ``"model.py"`` or ``"papers/qk_speed/circuits.py"``): part of a cached result's key."""
-    h = hashlib.sha256()
-    for name in modules:
-        h.update(name.encode())
-        h.update((PACKAGE / name).read_bytes())
-    return h.hexdigest()[:16]
+Roots = tuple[str, ...]  # module names whose import closure a result's key covers (attnlab.codekeys)
 
 
-def result_key(kind: str, config: dict, data: str = "", code: tuple[str, ...] = ()) -> str:
+def result_key(kind: str, config: dict, data: str, code: Roots) -> str:
     """The cache key of a result: its kind, its config (JSON-serialisable), a data fingerprint and the digest
-    of the source modules that compute it."""
+    of the import closure of the ``code`` modules that compute it."""
+    if not code:
+        raise ValueError(f"{kind}: a result's key needs the modules that compute it")
     blob = json.dumps(
-        {"kind": kind, "config": config, "data": data, "code": source_digest(code)}, sort_keys=True
+        {"kind": kind, "config": config, "data": data, "code": code_digest(code)}, sort_keys=True
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def result_path(kind: str, config: dict, data: str = "", code: tuple[str, ...] = ()) -> Path:
+def result_path(kind: str, config: dict, data: str = "", *, code: Roots) -> Path:
     """Where ``cached_result`` keeps a result: ``build/results/<kind>/<key>.pt``."""
     return paths.build_dir() / "results" / kind / f"{result_key(kind, config, data, code)}.pt"
 
@@ -240,30 +246,38 @@ def result_path(kind: str, config: dict, data: str = "", code: tuple[str, ...] =
 def cached_result(
     kind: str,
     config: dict,
-    compute,
+    compute: Callable[[], dict],
     *,
     data: str = "",
-    code: tuple[str, ...] = (),
+    code: Roots | None = None,
 ) -> tuple[dict, bool]:
     """Load the result of ``compute()`` from ``build/results/<kind>/<key>.pt``, or compute and store it.
 
     The key covers ``kind``, ``config`` (a JSON-serialisable dict of everything that determines the result),
-    ``data`` (a fingerprint of the input data) and the source of the ``code`` modules, so a change to any of
-    them computes afresh. ``compute()`` must return a dict that ``torch.load(weights_only=True)`` can read
-    back (tensors, state dicts, numbers, strings, lists and dicts of them); it is written atomically, so an
-    interrupted run never leaves a half-written result. A fresh result is returned as read back from the file,
-    so a first run and a cached re-run see identical objects. Returns ``(result, loaded_from_cache)``.
+    ``data`` (a fingerprint of the input data) and the source of every module in the import closure of
+    ``code`` (default: the module that defines ``compute``), so a change to any of them computes afresh; the
+    key is stored inside the result and checked on loading. ``compute()`` must return a dict that
+    ``torch.load(weights_only=True)`` can read back (tensors, state dicts, numbers, strings, lists and dicts
+    of them); it is written atomically, so an interrupted run never leaves a half-written result. A fresh
+    result is returned as read back from the file, so a first run and a cached re-run see identical objects.
+    Returns ``(result, loaded_from_cache)``.
     """
-    path = result_path(kind, config, data, code)
+    roots = code or (defining_module(compute),)
+    key = result_key(kind, config, data, roots)
+    path = paths.build_dir() / "results" / kind / f"{key}.pt"
     # a second identical computation waits, then loads (not under torchrun, where ranks compute together)
     with exclusive(path, kind) if not distributed.context().enabled else nullcontext(False):
         stored = verified.load_or_discard(path, f"{kind}: cached result not used", AGAIN, map_location="cpu")
+        if stored is not None and stored.get("key") != key:
+            print(f"{kind}: {path} holds another result (its key differs); {AGAIN}")
+            verified.discard(path)
+            stored = None
         if stored is not None:
-            return stored, True
-        verified.save(compute(), path)
+            return stored["result"], True
+        verified.save({"key": key, "result": run_checked(compute, roots, kind)}, path)
         # Read it back as a later run will: a result weights_only cannot load fails now, not on the re-run.
         try:
-            return verified.load(path, map_location="cpu"), False
+            return verified.load(path, map_location="cpu")["result"], False
         except CorruptFile:
             verified.discard(path)
             raise

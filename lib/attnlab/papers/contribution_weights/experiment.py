@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,6 @@ from attnlab.data.tasks import answer_text, load_task
 from attnlab.errors import ParameterError
 from attnlab.hf import TextModel, capture, check_model_name, load_text_model, value_scale
 from attnlab.metrics import contribution_weights
-from attnlab.papers.contribution_weights import claims as paper_claims
 from attnlab.papers.contribution_weights.faithfulness import (
     choice_accuracy,
     intervention_curves,
@@ -51,7 +51,6 @@ from attnlab.papers.contribution_weights.sinks import (
     sink_value_cosines,
 )
 from attnlab.papers.experiment import PaperExperiment
-from attnlab.runner.claims import Claim
 from attnlab.runner.params import check_count, check_device, check_numbers, check_scale, check_subset
 from attnlab.runner.plan import PlannedRun
 from attnlab.runner.stats import estimate
@@ -59,15 +58,10 @@ from attnlab.tools.benchmark import contribution_cost
 from attnlab.training.cache import RunSpec, cached_result
 from attnlab.training.launch import launch
 
-_CODE = (
-    "hf.py",
-    "metrics.py",
-    "papers/contribution_weights/faithfulness.py",
-    "papers/contribution_weights/sinks.py",
-    "data/tasks.py",
-    "papers/contribution_weights/experiment.py",
-    "papers/contribution_weights/presets.py",
-)
+# claims are judged after the computation: imported where used, outside the results' code keys
+if TYPE_CHECKING:
+    from attnlab.runner.claims import Claim
+
 _MATH_ITEMS = 3000  # MathQA problems written out as the math text set
 
 
@@ -165,7 +159,7 @@ class ContributionExperiment(PaperExperiment):
                 })  # fmt: skip
             return {"tokens": lm.token_strings(ids[0].tolist()), "heads": heads}
 
-        result, _ = cached_result("cw_fig1", self._key(n=p.fig1_tokens, seed=self.seed), compute, code=_CODE)
+        result, _ = cached_result("cw_fig1", self._key(n=p.fig1_tokens, seed=self.seed), compute)
         return result
 
     # faithfulness -----------------------------------------------------------------------------------------
@@ -190,7 +184,7 @@ class ContributionExperiment(PaperExperiment):
                 )
                 return frame.to_dict("list")
 
-            result, _ = cached_result("cw_faithfulness", key, compute, code=_CODE)
+            result, _ = cached_result("cw_faithfulness", key, compute)
             frames.append(pd.DataFrame(result).assign(text=name))
         return with_delta(pd.concat(frames, ignore_index=True))
 
@@ -239,7 +233,7 @@ class ContributionExperiment(PaperExperiment):
                 frame = choice_accuracy(lm, items, settings, layers, "joint", p.batch_size * 2, task)
                 return frame.to_dict("list")
 
-            result, _ = cached_result("cw_downstream", key, compute, code=_CODE)
+            result, _ = cached_result("cw_downstream", key, compute)
             frames.append(pd.DataFrame(result).assign(task=task))
         return pd.concat(frames, ignore_index=True)
 
@@ -330,7 +324,7 @@ class ContributionExperiment(PaperExperiment):
                 },
             }  # fmt: skip
 
-        result, _ = cached_result("cw_sinks", key, compute, code=_CODE)
+        result, _ = cached_result("cw_sinks", key, compute)
         return {
             name: pd.DataFrame(result[name])
             for name in ("decomposition", "decomposition_bos", "cosines", "positions", "fits", "spread")
@@ -362,7 +356,7 @@ class ContributionExperiment(PaperExperiment):
             )
             return frame.to_dict("list")
 
-        result, _ = cached_result("cw_own_faithfulness", key, compute, code=_CODE)
+        result, _ = cached_result("cw_own_faithfulness", key, compute)
         return lm, with_delta(pd.DataFrame(result).assign(text=own.corpus))
 
     # cost -------------------------------------------------------------------------------------------------
@@ -393,7 +387,7 @@ class ContributionExperiment(PaperExperiment):
                     rows[-1]["terms_gb"] = terms_gb
             return pd.DataFrame(rows).to_dict("list")
 
-        result, _ = cached_result("cw_cost", key, compute, code=_CODE)
+        result, _ = cached_result("cw_cost", key, compute)
         return pd.DataFrame(result)
 
     # claims -----------------------------------------------------------------------------------------------
@@ -406,6 +400,8 @@ class ContributionExperiment(PaperExperiment):
         own_curves: pd.DataFrame,
     ) -> list[Claim]:
         """The claims table (:func:`attnlab.papers.contribution_weights.claims.claims`)."""
+        from attnlab.papers.contribution_weights import claims as paper_claims  # judged after computing
+
         return paper_claims.claims(self, sinks, curves, downstream, own_curves)
 
 

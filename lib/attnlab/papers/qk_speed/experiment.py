@@ -18,6 +18,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,6 @@ from attnlab.metrics import attention_confidence, attention_mass, dtap_histogram
 from attnlab.model import GPT
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.papers.qk_speed import authors
-from attnlab.papers.qk_speed import claims as paper_claims
 from attnlab.papers.qk_speed.batched import CircuitSpec, train_circuits
 from attnlab.papers.qk_speed.circuits import (
     CircuitTrainResult,
@@ -64,7 +64,6 @@ from attnlab.papers.qk_speed.text_tasks import (
     qa_outputs,
     train_qa,
 )
-from attnlab.runner.claims import Claim
 from attnlab.runner.params import (
     check_count,
     check_device,
@@ -77,18 +76,21 @@ from attnlab.runner.plan import PlannedRun
 from attnlab.training.cache import cached_result, result_path
 from attnlab.training.trainer import TrainConfig
 
-PAPER = "qk_speed"
-VARIANTS = ("baseline", "fast QK")  # real-data runs
-_PROGRESS_STEPS = 500  # SQuAD runs at least this long show a progress bar
-RATIO_INIT_LABELS = {"default": "QK at nn.Linear default", "identity": "QK at 1e-6 I"}
+# claims are judged after the computation: imported where used, outside the results' code keys
+if TYPE_CHECKING:
+    from attnlab.papers.qk_speed import claims as paper_claims  # judged after computing
+    from attnlab.runner.claims import Claim
 
-_CIRCUIT_CODE = ("papers/qk_speed/circuits.py", "papers/qk_speed/synthetic.py")
-_BATCHED_CODE = (*_CIRCUIT_CODE, "papers/qk_speed/batched.py")
-_GPT_CODE = ("attention.py", "model.py", "training/trainer.py", "papers/qk_speed/text_tasks.py")
+PAPER = "qk_speed"
 #: The SVA training protocols: the authors' momentum SGD, and this project's Adam (``SVASetup.adam_lr``).
 SVA_PROTOCOLS = ("authors", "adam")
 SQUAD_PROTOCOLS = ("shared", "authors")  # faster QK at the baseline's other rates, or the authors' pairing
-_SVA_CODE = ("attention.py", "papers/qk_speed/text_tasks.py", "papers/qk_speed/sva.py")
+#: What keys every cached QK-speed result: the import closure of this module, which defines each computation
+#: (``attnlab.codekeys``; the prefetch checks name it because they look a result up without its computation).
+CODE = (__name__,)
+VARIANTS = ("baseline", "fast QK")  # real-data runs
+_PROGRESS_STEPS = 500  # SQuAD runs at least this long show a progress bar
+RATIO_INIT_LABELS = {"default": "QK at nn.Linear default", "identity": "QK at 1e-6 I"}
 
 
 def _tensors(d: dict) -> dict:
@@ -133,7 +135,7 @@ def _train_fixed(config: dict) -> dict:
 def _store(kind: str, train, config: dict) -> None:
     """Worker of ``QKSpeedExperiment._prefetch``: compute one result into the results cache."""
     torch.set_num_threads(1)
-    cached_result(kind, config, lambda: train(config), code=_CIRCUIT_CODE)
+    cached_result(kind, config, lambda: train(config), code=CODE)
 
 
 @dataclass(frozen=True)
@@ -151,11 +153,11 @@ class QKSpeedExperiment(PaperExperiment):
     # test scores of the SQuAD runs evaluated so far, by run config (the baseline serves both protocols)
     squad_scores: dict = field(default_factory=dict, compare=False)
 
-    def _cached(self, kind: str, config: dict, compute, *, data: str = "", code=()) -> dict:
+    def _cached(self, kind: str, config: dict, compute, *, data: str = "", code=CODE) -> dict:
         """The result, counted as computed when this run computed it (here, or in ``_prefetch``'s workers)."""
         result, loaded = cached_result(kind, config, compute, data=data, code=code)
         fresh = not loaded or (
-            bool(self.prefetched) and result_path(kind, config, data, code) in self.prefetched
+            bool(self.prefetched) and result_path(kind, config, data, code=code) in self.prefetched
         )
         self.cached["computed" if fresh else "loaded"] += 1
         return result
@@ -190,14 +192,14 @@ class QKSpeedExperiment(PaperExperiment):
         """Compute the results of ``configs`` (``train(config) -> result``, a module-level function) that are
         not cached yet in ``workers`` single-threaded processes, so that the calls that follow load them.
         With one worker, or one missing result, nothing happens here."""
-        missing = [cfg for cfg in configs if not result_path(kind, cfg, code=_CIRCUIT_CODE).exists()]
+        missing = [cfg for cfg in configs if not result_path(kind, cfg, code=CODE).exists()]
         workers = min(self.workers, len(missing)) if self.preset.parallel else 1
         if workers < 2:
             return
         context = multiprocessing.get_context("spawn")  # no fork of a process that holds OpenMP threads
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
             list(pool.map(partial(_store, kind, train), missing))
-        self.prefetched.update(result_path(kind, cfg, code=_CIRCUIT_CODE) for cfg in missing)
+        self.prefetched.update(result_path(kind, cfg, code=CODE) for cfg in missing)
 
     def _fig2_jobs(self) -> list[tuple[CircuitRun, int, dict]]:
         c = self.preset.circuits
@@ -264,14 +266,14 @@ class QKSpeedExperiment(PaperExperiment):
         each result, so that the calls that follow load them."""
         missing: dict[str, list[tuple[dict, CircuitSpec]]] = {}
         for cfg in self.circuit_configs():
-            if not result_path("circuit", cfg, code=_BATCHED_CODE).exists():
+            if not result_path("circuit", cfg, code=CODE).exists():
                 spec, settings = circuit_spec(cfg)
                 missing.setdefault(json.dumps(settings, sort_keys=True), []).append((cfg, spec))
         for key, runs in missing.items():
             results = train_circuits([spec for _, spec in runs], device=self.torch_device, **json.loads(key))
             for (cfg, _), r in zip(runs, results, strict=True):
-                cached_result("circuit", cfg, partial(_circuit_result, r), code=_BATCHED_CODE)
-                self.prefetched.add(result_path("circuit", cfg, code=_BATCHED_CODE))
+                cached_result("circuit", cfg, partial(_circuit_result, r), code=CODE)
+                self.prefetched.add(result_path("circuit", cfg, code=CODE))
 
     def _train_one(self, config: dict) -> dict:
         """Train one circuit run (``train_circuits`` of one spec) into its cache entry."""
@@ -280,7 +282,7 @@ class QKSpeedExperiment(PaperExperiment):
 
     def _circuit(self, config: dict) -> dict:
         """Load (or train) one circuit run and evaluate it on held-out sequences (stream 2 of its seed)."""
-        result = self._cached("circuit", config, partial(self._train_one, config), code=_BATCHED_CODE)
+        result = self._cached("circuit", config, partial(self._train_one, config), code=CODE)
         model = make_circuit(config["kind"], seed=config["seed"])
         model.load_state_dict(result["model"])
         held_out = sample_batch(
@@ -375,7 +377,7 @@ class QKSpeedExperiment(PaperExperiment):
         self._prefetch("fixed_attention", _train_fixed, jobs)
         rows = []
         for config in jobs:
-            res = self._cached("fixed_attention", config, partial(_train_fixed, config), code=_CIRCUIT_CODE)
+            res = self._cached("fixed_attention", config, partial(_train_fixed, config), code=CODE)
             loss, loss_other = res["loss"].numpy(), res["other"].numpy()
             alpha, other = config["alpha"], config["other"]
             fd = (loss - loss_other) / f.step if other > alpha else (loss_other - loss) / f.step
@@ -412,7 +414,7 @@ class QKSpeedExperiment(PaperExperiment):
                 final = {k: getattr(s, k) for k in ("mu_ov", "mu_qk", "alpha", "loss", "tau", "t")}
                 return {"trajectory": traj, "final": final, "steps": s.steps, "reached": s.reached}
 
-            res = self._cached("reduced_dynamics", config, compute, code=("papers/qk_speed/dynamics.py",))
+            res = self._cached("reduced_dynamics", config, compute)
             traj = Trajectory(**{k: v.numpy() for k, v in res["trajectory"].items()})
             sims[r] = Simulation(
                 r=r,
@@ -474,6 +476,8 @@ class QKSpeedExperiment(PaperExperiment):
     def growth_regimes(sims: dict[float, Simulation]) -> pd.DataFrame:
         """Per r: the regime of the first integral at the end of the run, the two log^2 t fits where it holds
         (``dynamics.regime_fit``) and the verdict of ``claims.verdict_growth_regime``."""
+        from attnlab.papers.qk_speed import claims as paper_claims  # judged after computing
+
         rows = []
         for r, sim in sims.items():
             fit = regime_fit(sim, dominance=paper_claims.DOMINANCE)
@@ -537,9 +541,7 @@ class QKSpeedExperiment(PaperExperiment):
                 def compute(settings=settings) -> dict:
                     return train_agreement(cfg, data, **settings, device=str(dev))
 
-                res = self._cached(
-                    "sva_attention_only", config, compute, data=data.fingerprint(), code=_SVA_CODE
-                )
+                res = self._cached("sva_attention_only", config, compute, data=data.fingerprint())
                 model = AttentionOnlyClassifier(cfg).to(dev)
                 model.load_state_dict(res["model"])
                 out = classifier_outputs(model, test)
@@ -584,6 +586,8 @@ class QKSpeedExperiment(PaperExperiment):
         """Per variant: mean and std over seeds of the per-seed means of ``columns``, and of AC and ACMC (%,
         ``claims.acmc_by_seed``); flat
         columns ``<metric>_mean``, ``<metric>_std``."""
+        from attnlab.papers.qk_speed import claims as paper_claims  # judged after computing
+
         per_seed = frame.groupby(["variant", "seed"], sort=False)[columns].mean()
         per_seed = per_seed.join(self.ac_by_seed(frame).set_index(["variant", "seed"]))
         per_seed = per_seed.join(paper_claims.acmc_by_seed(frame).set_index(["variant", "seed"]))
@@ -678,7 +682,7 @@ class QKSpeedExperiment(PaperExperiment):
                     except TrainingDiverged as err:
                         return {"model": None, "train_loss": [math.nan], "diverged": str(err)}
 
-                res = self._cached("squad", config, compute, data=train.fingerprint(), code=_GPT_CODE)
+                res = self._cached("squad", config, compute, data=train.fingerprint())
                 key = json.dumps(config, sort_keys=True)
                 if res["model"] is None:  # diverged: every score of the run is NaN, the claims say so
                     print(f"SQuAD {variant} seed {seed}: {res['diverged']}")
@@ -721,6 +725,8 @@ class QKSpeedExperiment(PaperExperiment):
     def claims(self, evidence: paper_claims.Evidence) -> list[Claim]:
         """The claims table's rows (:func:`attnlab.papers.qk_speed.claims.claims`) from the notebook's
         results, named in one :class:`~attnlab.papers.qk_speed.claims.Evidence` bundle."""
+        from attnlab.papers.qk_speed import claims as paper_claims  # judged after computing
+
         return paper_claims.claims(self, evidence)
 
 

@@ -9,6 +9,7 @@ returned ``SynthesisExperiment``; nothing here is specific to a notebook cell.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -18,10 +19,8 @@ from attnlab.model import GPT
 from attnlab.papers.contribution_weights.faithfulness import curve_areas, with_delta
 from attnlab.papers.experiment import PaperExperiment, with_steps
 from attnlab.papers.sd_routing.experiment import INTERACTION_LR_SCALE
-from attnlab.papers.synthesis import claims as synthesis_claims
 from attnlab.papers.synthesis.lenses import MEASURES, faithfulness_curves, lenses
 from attnlab.papers.synthesis.presets import KINDS, PRESETS, Preset
-from attnlab.runner.claims import Claim
 from attnlab.runner.params import (
     check_count,
     check_device,
@@ -36,12 +35,16 @@ from attnlab.training.cache import RunSpec, cached_result, check_corpus, corpus_
 from attnlab.training.launch import launch
 from attnlab.training.trainer import TrainResult, validation_windows
 
+# claims are judged after the computation: imported where used, outside the results' code keys
+if TYPE_CHECKING:
+    from attnlab.papers.synthesis import claims as synthesis_claims  # judged after computing
+    from attnlab.runner.claims import Claim
+
 PAPER = "synthesis"
 SD_KINDS = ("sd", "sd-shared")
 
 Runs = dict[tuple[str, int, float], TrainResult]  # (kind, seed, eta_QK / eta_OV) -> run
 #: The source whose change invalidates a cached faithfulness result (the run's own key covers the model).
-_CODE = ("hf.py", "metrics.py", "papers/contribution_weights/faithfulness.py", "papers/synthesis/lenses.py")
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,7 @@ class SynthesisExperiment(PaperExperiment):
             def compute(model: GPT = run.model, seed: int = seed) -> dict:
                 return faithfulness_curves(model, tokens, p.faithfulness_fractions, seed).to_dict("list")
 
-            result, _ = cached_result("synthesis_faithfulness", key, compute, code=_CODE)
+            result, _ = cached_result("synthesis_faithfulness", key, compute)
             frames.append(pd.DataFrame(result).assign(kind=kind, seed=seed))
         return with_delta(pd.concat(frames, ignore_index=True))
 
@@ -228,6 +231,8 @@ class SynthesisExperiment(PaperExperiment):
     def claims(self, evidence: synthesis_claims.Evidence) -> list[Claim]:
         """The notebook's hypotheses, each judged against its control (:mod:`.claims`) from ``evidence``, the
         named bundle of ``lens_table``, ``losses`` and ``faithfulness_areas``."""
+        from attnlab.papers.synthesis import claims as synthesis_claims  # judged after computing
+
         if not isinstance(evidence, synthesis_claims.Evidence):
             raise TypeError(f"claims() takes one synthesis Evidence bundle; got {type(evidence).__name__}")
         return synthesis_claims.claims(self, evidence)

@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -20,11 +21,8 @@ from attnlab.data.tasks import TASKS, accuracy, load_task
 from attnlab.errors import ParameterError
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment, with_steps
-from attnlab.papers.xsa.claims import Evidence
-from attnlab.papers.xsa.claims import claims as xsa_claims
 from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
 from attnlab.papers.xsa.presets import GPU_CORPUS, GPU_CORPUS_COMMAND, PAPER_TABLE1, PRESETS, Preset
-from attnlab.runner.claims import Claim
 from attnlab.runner.params import (
     check_count,
     check_device,
@@ -47,6 +45,11 @@ from attnlab.training.cache import (
 )
 from attnlab.training.launch import launch
 from attnlab.training.trainer import TrainResult, validation_windows
+
+# claims are judged after the computation: imported where used, outside the results' code keys
+if TYPE_CHECKING:
+    from attnlab.papers.xsa.claims import Evidence
+    from attnlab.runner.claims import Claim
 
 PAPER = "xsa"
 KINDS = ("sa", "xsa")
@@ -407,7 +410,7 @@ class XSAExperiment(PaperExperiment):
                     def compute(model: GPT = model, items: list = items) -> dict:
                         return {"n": len(items), "accuracy": accuracy(model, items, tokenizer)}
 
-                    result, _ = cached_result("xsa_zero_shot", key, compute, code=("data/tasks.py",))
+                    result, _ = cached_result("xsa_zero_shot", key, compute)
                     rows.append({"task": task, "n": result["n"], "chance": chance, "kind": kind, "seed": seed,
                                  "accuracy": result["accuracy"],
                                  "correct": round(result["accuracy"] * result["n"])})  # fmt: skip
@@ -430,6 +433,8 @@ class XSAExperiment(PaperExperiment):
     def claims(self, evidence: Evidence) -> list[Claim]:
         """Every claim of the paper, with a verdict computed from this run's measurements, gathered by name in
         ``evidence`` (see :mod:`attnlab.papers.xsa.claims`)."""
+        from attnlab.papers.xsa.claims import claims as xsa_claims  # judged after computing
+
         return xsa_claims(self, evidence)
 
 
