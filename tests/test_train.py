@@ -8,7 +8,7 @@ import torch
 import attnlab.training.trainer as train_module
 from attnlab.errors import TrainingDiverged
 from attnlab.model import GPT, GPTConfig
-from attnlab.training.optim import gpt_groups, lr_at, make_optimizer, sgd
+from attnlab.training.optim import gpt_groups, lr_schedule, make_optimizer, sgd
 from attnlab.training.trainer import TrainConfig, train
 
 MODEL = GPTConfig(n_layer=2, d_model=32, n_head=2, head_dim=16, block_size=32, attn="xsa")
@@ -68,13 +68,14 @@ def test_nan_loss_stops_with_clear_message(data, tmp_path, monkeypatch):
 
 def test_warmup_then_cosine_to_a_tenth():
     cfg = TrainConfig(steps=101, lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
-    assert lr_at(0, cfg) == pytest.approx(0.1)
-    assert lr_at(9, cfg) == pytest.approx(1.0)
-    assert lr_at(10, cfg) == pytest.approx(1.0)
-    assert lr_at(100, cfg) == pytest.approx(0.1)
-    mid = lr_at(55, cfg)
+    lr_at = lr_schedule(cfg)
+    assert lr_at(0) == pytest.approx(0.1)
+    assert lr_at(9) == pytest.approx(1.0)
+    assert lr_at(10) == pytest.approx(1.0)
+    assert lr_at(100) == pytest.approx(0.1)
+    mid = lr_at(55)
     assert mid == pytest.approx(0.1 + 0.45 * (1 + math.cos(math.pi * 0.5)))
-    assert all(lr_at(s, cfg) >= lr_at(s + 1, cfg) for s in range(10, 100))
+    assert all(lr_at(s) >= lr_at(s + 1) for s in range(10, 100))
 
 
 def test_parameter_groups_get_their_own_learning_rates(data):
@@ -82,10 +83,10 @@ def test_parameter_groups_get_their_own_learning_rates(data):
     opt = make_optimizer(model, TrainConfig(lr_scale={"qk": 4.0, "embed": 0.5}))
     by_param = {id(p): g for g in opt.param_groups for p in g["params"]}
     blocks = model.blocks[0].attn
-    assert by_param[id(blocks.q_proj.weight)]["lr_scale"] == 4.0
-    assert by_param[id(blocks.k_proj.weight)]["lr_scale"] == 4.0
-    assert by_param[id(blocks.v_proj.weight)]["lr_scale"] == 1.0
-    assert by_param[id(model.wte.weight)]["lr_scale"] == 0.5
+    assert by_param[id(blocks.q_proj.weight)]["base_lr"] == 4.0
+    assert by_param[id(blocks.k_proj.weight)]["base_lr"] == 4.0
+    assert by_param[id(blocks.v_proj.weight)]["base_lr"] == 1.0
+    assert by_param[id(model.wte.weight)]["base_lr"] == 0.5
     assert by_param[id(model.ln_f.weight)]["weight_decay"] == 0.0
     assert by_param[id(blocks.o_proj.weight)]["weight_decay"] == CFG.weight_decay
     assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))

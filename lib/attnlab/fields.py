@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TypeGuard
 
 from attnlab.errors import ConfigError
 
@@ -19,37 +20,39 @@ def _check(cfg: object, names: tuple[str, ...], ok: Callable[[object], bool], mu
             _fail(cfg, name, must)
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)  # a bool is not an int here
+def is_int(value: object) -> TypeGuard[int]:
+    """An int that is not a bool (a bool is not a count here)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[float]:
+    """A finite int or float that is not a bool."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def positive_ints(cfg: object, *names: str) -> None:
     """Each field is an int >= 1."""
-    _check(cfg, names, lambda v: _is_int(v) and v >= 1, "a positive integer")
+    _check(cfg, names, lambda v: is_int(v) and v >= 1, "a positive integer")
 
 
 def non_negative_ints(cfg: object, *names: str) -> None:
     """Each field is an int >= 0."""
-    _check(cfg, names, lambda v: _is_int(v) and v >= 0, "an integer >= 0")
+    _check(cfg, names, lambda v: is_int(v) and v >= 0, "an integer >= 0")
 
 
 def optional_positive_ints(cfg: object, *names: str) -> None:
     """Each field is None or an int >= 1."""
-    _check(cfg, names, lambda v: v is None or (_is_int(v) and v >= 1), "a positive integer")
+    _check(cfg, names, lambda v: v is None or (is_int(v) and v >= 1), "a positive integer")
 
 
 def positive_floats(cfg: object, *names: str) -> None:
     """Each field is a finite number > 0."""
-    _check(cfg, names, lambda v: _is_number(v) and v > 0, "a finite number > 0")
+    _check(cfg, names, lambda v: is_number(v) and v > 0, "a finite number > 0")
 
 
 def non_negative_floats(cfg: object, *names: str) -> None:
     """Each field is a finite number >= 0."""
-    _check(cfg, names, lambda v: _is_number(v) and v >= 0, "a finite number >= 0")
+    _check(cfg, names, lambda v: is_number(v) and v >= 0, "a finite number >= 0")
 
 
 def bools(cfg: object, *names: str) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 import torch
 
 from attnlab.errors import ParameterError
+from attnlab.fields import is_int, is_number
 
 SCALES = ("smoke", "cpu", "gpu", "paper")
 
@@ -82,24 +83,16 @@ def check_device(device: object) -> str:
     return device
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def check_count(name: str, value: object) -> int:
     """A non-negative int, 0 meaning the preset's value (which the caller keeps)."""
-    if not _is_int(value) or value < 0:
+    if not is_int(value) or value < 0:
         raise ParameterError(f"{name} must be a positive integer, or 0 for the preset's; got {value!r}")
     return value
 
 
-def _is_number(value: object) -> bool:
-    return _is_int(value) or isinstance(value, float)
-
-
 def check_number(name: str, value: object, default: float, low: float = 0.0, high: float = math.inf) -> float:
     """A number in the open interval (``low``, ``high``); 0 means the preset's ``default``."""
-    if not _is_number(value) or not (value == 0 or low < value < high):
+    if not is_number(value) or not (value == 0 or low < value < high):
         raise ParameterError(
             f"{name} must be a number in ({low:g}, {high:g}), or 0 for the preset's ({default:g}); "
             f"got {value!r}"
@@ -112,7 +105,7 @@ def check_numbers(
 ) -> tuple[float, ...]:
     """A list of distinct numbers in the open interval (``low``, ``high``), returned in ascending order; empty
     means the preset's ``default``."""
-    if not isinstance(values, (list, tuple)) or not all(_is_number(v) and low < v < high for v in values):
+    if not isinstance(values, (list, tuple)) or not all(is_number(v) and low < v < high for v in values):
         raise ParameterError(f"{name} must be a list of numbers in ({low:g}, {high:g}); got {values!r}")
     if len(set(values)) != len(values):
         raise ParameterError(f"{name} must be distinct; got {values!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
@@ -28,7 +28,7 @@ from attnlab.errors import CorruptFile, ParameterError
 from attnlab.locks import exclusive
 from attnlab.model import GPT, GPTConfig
 from attnlab.training import distributed
-from attnlab.training.trainer import TrainConfig, TrainResult, resolve_device, train
+from attnlab.training.trainer import Tokens, TrainConfig, TrainResult, resolve_device, train
 
 AGAIN = "computing it again"  # what happens to a stored result that fails its check
 
@@ -42,7 +42,7 @@ def code_version() -> str:
     return code_digest(TRAINING_ROOTS)
 
 
-def corpus_tokens(corpus: str) -> dict[str, torch.Tensor | shards.TokenShards]:
+def corpus_tokens(corpus: str) -> Mapping[str, Tokens]:
     """The train and validation tokens of ``corpus``: an :mod:`attnlab.data.corpora` corpus name (byte tokens
     in memory) or the path of a folder of token shards (memory-mapped, :mod:`attnlab.data.shards`)."""
     if corpus in data.corpus_names():
@@ -144,7 +144,7 @@ def run_folder(spec: RunSpec, device: torch.device) -> Path:
 def train_cached(
     spec: RunSpec,
     *,
-    device: str = "auto",
+    device: str | torch.device = "auto",
     progress: bool = True,
     label: str = "run",
     fsdp: bool = False,
@@ -187,7 +187,7 @@ def train_cached(
                 spec.model,
                 spec.train,
                 tokens,
-                device=str(dev),
+                device=dev,
                 run_dir=run_dir,
                 progress=progress,
                 desc=label,
@@ -243,6 +243,13 @@ def result_path(kind: str, config: dict, data: str = "", *, code: Roots) -> Path
     return paths.build_dir() / "results" / kind / f"{result_key(kind, config, data, code)}.pt"
 
 
+def checkpoint_path(kind: str, config: dict, data: str = "", *, code: Roots) -> Path:
+    """Where a long computation of ``cached_result`` keeps its checkpoint while it runs, beside its result
+    (same key: a change of code or config never resumes another computation's state); removed once the
+    result is stored."""
+    return result_path(kind, config, data, code=code).with_suffix(".checkpoint.pt")
+
+
 def cached_result(
     kind: str,
     config: dict,
@@ -275,6 +282,7 @@ def cached_result(
         if stored is not None:
             return stored["result"], True
         verified.save({"key": key, "result": run_checked(compute, roots, kind)}, path)
+        verified.discard(path.with_suffix(".checkpoint.pt"))  # the computation's checkpoint, if it kept one
         # Read it back as a later run will: a result weights_only cannot load fails now, not on the re-run.
         try:
             return verified.load(path, map_location="cpu")["result"], False

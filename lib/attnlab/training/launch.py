@@ -22,6 +22,7 @@ import sys
 import tempfile
 from dataclasses import fields
 from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 
@@ -33,10 +34,11 @@ from attnlab.training.cache import RunSpec, corpus_vocab_size, run_folder, spec_
 from attnlab.training.trainer import TrainConfig, TrainResult, resolve_device
 
 NPROC_ENV = "ATTNLAB_NPROC"  # processes per node for :func:`launch` (``make reproduce NPROC=8``)
+C = TypeVar("C", GPTConfig, TrainConfig)
 DIVERGED = "diverged.txt"  # written into the run folder when training diverges, for :func:`launch`
 
 
-def config_from(cls: type, base: dict, items: list[str]) -> GPTConfig | TrainConfig:
+def config_from(cls: type[C], base: dict, items: list[str]) -> C:
     """``cls(**fields)`` from ``base`` updated by each item in turn: a JSON file of fields or ``key=value``
     (the value JSON, else a Python literal, else the string). JSON lists become tuples (``betas``, per-layer
     ``attn``)."""
@@ -51,7 +53,10 @@ def config_from(cls: type, base: dict, items: list[str]) -> GPTConfig | TrainCon
     unknown = sorted(set(values) - {f.name for f in fields(cls)})
     if unknown:
         raise ValueError(f"{cls.__name__} has no field(s) {unknown}")
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+    checked_at_runtime: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in values.items()
+    }
+    return cls(**checked_at_runtime)  # each field's type and value: the class's __post_init__
 
 
 CONFIG_KEYS = ("model", "train", "corpus")  # the top-level keys of a run's config.json
@@ -173,7 +178,7 @@ def launch(
     spec: RunSpec,
     *,
     nproc: int | None = None,
-    device: str = "auto",
+    device: str | torch.device = "auto",
     label: str = "run",
     progress: bool = True,
     fsdp: bool = False,
@@ -192,7 +197,7 @@ def launch(
     dev = resolve_device(device)
     if nproc == 1 or (run_folder(spec, dev) / "result.pt").exists():
         return train_cached(
-            spec, device=device, label=label, progress=progress, fsdp=fsdp, micro_batch=micro_batch
+            spec, device=dev, label=label, progress=progress, fsdp=fsdp, micro_batch=micro_batch
         )
     if dev.type == "cuda" and nproc > torch.cuda.device_count():
         raise ValueError(f"nproc={nproc} processes, but this node has {torch.cuda.device_count()} GPU(s)")
@@ -203,7 +208,7 @@ def launch(
         config.write_text(json.dumps(spec_dict(spec)))
         command = [
             sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-            "-m", "attnlab.training", "--config", str(config), "--device", device, "--label", label,
+            "-m", "attnlab.training", "--config", str(config), "--device", dev.type, "--label", label,
             *(["--fsdp"] if fsdp else []), *([f"--micro-batch={micro_batch}"] if micro_batch else []),
             *([] if progress else ["--quiet"]),
         ]  # fmt: skip
@@ -211,12 +216,13 @@ def launch(
         with subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
         ) as proc:
+            assert proc.stdout is not None  # stdout=PIPE
             for line in proc.stdout:
                 print(line, end="", flush=True)
         if proc.returncode and diverged.is_file():
             raise TrainingDiverged(diverged.read_text())
         if proc.returncode:
             raise RuntimeError(f"{label}: torchrun with {nproc} processes failed (exit {proc.returncode})")
-    result = train_cached(spec, device=device, label=label, progress=progress)
+    result = train_cached(spec, device=dev, label=label, progress=progress)
     result.cached = False  # trained just now, by the torchrun processes
     return result

@@ -1,41 +1,32 @@
-"""Every training loop's optimizer: AdamW with per-group learning rates and its schedule (linear warm-up, then
-cosine decay) for the language-model trainer, and plain or momentum SGD over named parameter groups for the
-paper-specific loops.
+"""Every training's optimizer: AdamW with per-group learning rates and its schedule (linear warm-up, then
+cosine decay) for the language models, and plain or momentum SGD, or Adam, over named parameter groups for the
+paper-specific trainings. Every group carries its ``"name"`` and ``"base_lr"``, the rate a
+:class:`attnlab.training.loop.Schedule` multiplies (:func:`attnlab.training.loop.set_rates`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 import torch
+
+from attnlab.training.loop import Schedule
 
 if TYPE_CHECKING:
     from attnlab.model import GPT
     from attnlab.training.trainer import TrainConfig
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up over ``warmup_steps``, then cosine decay from lr to lr * min_lr_ratio at the end."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - 1 - cfg.warmup_steps)
-    floor = cfg.lr * cfg.min_lr_ratio
-    return floor + 0.5 * (cfg.lr - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-def set_lr(opt: torch.optim.Optimizer, step: int, cfg: TrainConfig) -> float:
-    """Set each group of a :func:`make_optimizer` optimizer to ``lr_at(step, cfg)`` x its ``lr_scale``;
-    returns ``lr_at(step, cfg)``."""
-    lr = lr_at(step, cfg)
-    for group in opt.param_groups:
-        group["lr"] = lr * group["lr_scale"]
-    return lr
+def lr_schedule(cfg: TrainConfig) -> Schedule:
+    """The language models' learning rate: linear warm-up over ``warmup_steps`` (the first step at
+    lr / warmup_steps), then cosine decay from lr to lr * min_lr_ratio at the last step."""
+    return Schedule(total=cfg.steps - 1, warmup=cfg.warmup_steps, peak=cfg.lr, end=cfg.lr * cfg.min_lr_ratio)
 
 
 def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with one parameter group per (``GPT.param_group``, decayed?) pair; matrices are decayed."""
+    """AdamW with one parameter group per (``GPT.param_group``, decayed?) pair; matrices are decayed. A
+    group's ``"base_lr"`` is its ``lr_scale`` (the schedule, :func:`lr_schedule`, gives the rate itself)."""
     groups: dict[tuple[str, bool], list[torch.nn.Parameter]] = {}
     for name, p in model.named_parameters():
         groups.setdefault((model.param_group(name), p.dim() >= 2), []).append(p)
@@ -46,7 +37,7 @@ def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
         {
             "params": params,
             "name": name,
-            "lr_scale": cfg.lr_scale.get(name, 1.0),
+            "base_lr": cfg.lr_scale.get(name, 1.0),
             "weight_decay": cfg.weight_decay if decay else 0.0,
         }
         for (name, decay), params in sorted(groups.items())
@@ -55,7 +46,15 @@ def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(param_groups, lr=cfg.lr, betas=cfg.betas, fused=fused)
 
 
-def gpt_groups(model: GPT | torch.nn.Module) -> dict[str, list[torch.nn.Parameter]]:
+class Grouped(Protocol):
+    """A model whose parameters each belong to a named learning-rate group (``GPT``, the SVA classifier)."""
+
+    def named_parameters(self) -> Iterator[tuple[str, torch.nn.Parameter]]: ...
+
+    def param_group(self, name: str) -> str: ...
+
+
+def gpt_groups(model: Grouped) -> dict[str, list[torch.nn.Parameter]]:
     """The parameters of each ``param_group`` of ``model`` (a GPT, or any module with the same
     ``param_group(name)`` method), groups in name order, parameters in model order."""
     groups: dict[str, list[torch.nn.Parameter]] = {}
@@ -92,10 +91,12 @@ def _named(
     params: Iterable[torch.nn.Parameter] | Mapping[str, Iterable[torch.nn.Parameter]],
     lr: float,
     lr_scale: Mapping[str, float] | None,
-) -> Iterable[torch.nn.Parameter] | list[dict]:
-    """Named groups as optimizer param groups, each at ``lr`` x ``lr_scale.get(name, 1)``; plain parameters
-    as they are."""
-    if not isinstance(params, Mapping):
-        return params
+) -> list[dict]:
+    """Named groups as optimizer param groups, each at ``lr`` x ``lr_scale.get(name, 1)`` (its ``"lr"`` and
+    ``"base_lr"``); plain parameters as one group named ``"all"``."""
+    groups = params if isinstance(params, Mapping) else {"all": params}
     scale = lr_scale or {}
-    return [{"params": list(ps), "name": g, "lr": lr * scale.get(g, 1.0)} for g, ps in params.items()]
+    return [
+        {"params": list(ps), "name": g, "lr": lr * scale.get(g, 1.0), "base_lr": lr * scale.get(g, 1.0)}
+        for g, ps in groups.items()
+    ]

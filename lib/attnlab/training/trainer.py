@@ -1,6 +1,6 @@
 """Language-model trainer: AdamW with per-group learning rates, linear warm-up then cosine decay
 (:mod:`attnlab.training.optim`), gradient clipping, periodic validation, atomic checkpoints and bit-for-bit
-resume.
+resume, all through the one training loop of :mod:`attnlab.training.loop`.
 
 Batches are drawn from a generator seeded by (seed, step), so a run resumed from a checkpoint sees exactly the
 batches an uninterrupted run would have seen; with the same thread count a CPU run is repeatable bit for bit.
@@ -12,22 +12,28 @@ rounding. ``python -m attnlab.training`` is the command line (:mod:`attnlab.trai
 
 from __future__ import annotations
 
-import math
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from attnlab import fields, verified
-from attnlab.errors import ConfigError, TrainingDiverged
+from attnlab import fields
+from attnlab.errors import ConfigError
 from attnlab.model import GPT, GPTConfig
+from attnlab.runner.params import check_device
 from attnlab.training import distributed
-from attnlab.training.optim import make_optimizer, set_lr
+from attnlab.training.loop import Checkpoint, optimise, progress_bar
+from attnlab.training.optim import lr_schedule, make_optimizer
+
+if TYPE_CHECKING:
+    from attnlab.data.shards import TokenShards
+
+# a split's tokens: a 1-D tensor in memory, or memory-mapped shards (indexed alike)
+Tokens = Union[torch.Tensor, "TokenShards"]
 
 
 @dataclass(frozen=True)
@@ -95,14 +101,14 @@ class TrainResult:
         return self.timing["steps"] * self.timing["tokens_per_step"] / max(self.timing["seconds"], 1e-9)
 
 
-def resolve_device(device: str = "auto") -> torch.device:
-    """``"auto"`` picks CUDA when available, else CPU; anything else must be a device torch knows."""
-    if device == "auto":
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """The device a ``device`` parameter names ("auto": CUDA if available, else the CPU), checked once; a
+    ``torch.device`` is already resolved and passes through, so a run resolves its device one time."""
+    if isinstance(device, torch.device):
+        return device
+    if check_device(device) == "auto":  # the one device check, shared with the notebooks' parameters
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} requested but CUDA is not available")
-    return dev
+    return torch.device(device)
 
 
 def _step_generator(seed: int, step: int) -> torch.Generator:
@@ -111,7 +117,7 @@ def _step_generator(seed: int, step: int) -> torch.Generator:
 
 
 def sample_batch(
-    tokens: torch.Tensor,
+    tokens: Tokens,
     batch_size: int,
     seq_len: int,
     generator: torch.Generator,
@@ -124,7 +130,7 @@ def sample_batch(
     return windows[:, :-1], windows[:, 1:]
 
 
-def validation_windows(tokens: torch.Tensor, n: int, seq_len: int) -> torch.Tensor:
+def validation_windows(tokens: Tokens, n: int, seq_len: int) -> torch.Tensor:
     """``n`` evenly spaced windows of length seq_len + 1 over the split: the same for every run and seed."""
     starts = torch.linspace(0, len(tokens) - seq_len - 1, n).long()
     return tokens[starts[:, None] + torch.arange(seq_len + 1)].long()  # (n, T + 1)
@@ -151,7 +157,7 @@ def evaluate(
 
 
 def _forward_backward(
-    step_model: torch.nn.Module,
+    step_model: Callable[..., tuple[torch.Tensor, torch.Tensor]],
     wrapped: torch.nn.Module,
     x: torch.Tensor,
     y: torch.Tensor,
@@ -172,28 +178,12 @@ def _forward_backward(
     return torch.stack(losses).mean()
 
 
-def progress_bar(total: int, initial: int, desc: str, enabled: bool) -> tqdm:
-    """A tqdm bar on stderr; outside a terminal it refreshes every 15 s."""
-    # Outside a terminal (papermill, CI logs) refresh rarely so the log stays a few readable lines.
-    interactive = sys.stderr.isatty()
-    return tqdm(
-        total=total,
-        initial=initial,
-        desc=desc,
-        disable=not enabled,
-        file=sys.stderr,
-        ascii=not interactive,
-        ncols=100,
-        mininterval=0.5 if interactive else 15.0,
-    )
-
-
 def train(
     model_cfg: GPTConfig,
     cfg: TrainConfig,
-    data: dict[str, torch.Tensor],
+    data: Mapping[str, Tokens],
     *,
-    device: str = "auto",
+    device: str | torch.device = "auto",
     run_dir: Path | None = None,
     progress: bool = True,
     desc: str = "train",
@@ -232,24 +222,39 @@ def train(
     wrapped = distributed.wrap(model, dev, fsdp)
     sharded = distributed.is_sharded(model)
     opt = make_optimizer(model, cfg)
+    schedule = lr_schedule(cfg)
     history: dict[str, list[float]] = {k: [] for k in ("step", "train_loss", "lr", "val_step", "val_loss")}
     timing = {"seconds": 0.0, "steps": 0, "tokens_per_step": cfg.batch_size * cfg.seq_len}
-    ckpt_path = run_dir / "checkpoint.pt" if run_dir is not None else None
-    start = 0
-    state = None  # a corrupt checkpoint is not resumed from: that could store a wrong result
-    if ckpt_path is not None:
-        state = verified.load_or_discard(
-            ckpt_path,
-            "checkpoint not used",
-            "starting this run from step 0",
-            map_location="cpu" if sharded else dev,
-        )
-    if state is not None:
-        if state.get("sharded", False) != sharded:
-            mode = "with" if state.get("sharded", False) else "without"
-            raise ValueError(f"{ckpt_path} was written {mode} FSDP sharding: resume it {mode} FSDP")
+
+    def capture() -> dict:
+        model_state, opt_state = distributed.full_state(model, opt)
+        return {
+            "model": model_state,
+            "optimizer": opt_state,
+            "history": history,
+            "timing": timing,
+            "sharded": sharded,
+        }
+
+    def restore(state: dict) -> None:
+        if state["sharded"] != sharded:
+            mode = "with" if state["sharded"] else "without"
+            raise ValueError(f"{run_dir} was written {mode} FSDP sharding: resume it {mode} FSDP")
         distributed.load_full_state(model, opt, state["model"], state["optimizer"])
-        start, history, timing = state["step"], state["history"], state["timing"]
+        history.update(state["history"])
+        timing.update(state["timing"])
+
+    checkpoint = None  # a corrupt checkpoint is not resumed from: that could store a wrong result
+    if run_dir is not None:
+        checkpoint = Checkpoint(
+            run_dir / "checkpoint.pt",
+            cfg.checkpoint_every,
+            capture,
+            restore,
+            write=ctx.is_main,
+            load_kwargs={"map_location": "cpu" if sharded else dev},
+        )
+    start = checkpoint.resume() if checkpoint is not None else 0
     n_val = cfg.eval_batches * cfg.batch_size
     val = validation_windows(data["validation"], n_val, cfg.seq_len)[ctx.shard(n_val)]
 
@@ -260,49 +265,38 @@ def train(
         history["val_step"].append(0)
         history["val_loss"].append(validate())
     step_model = torch.compile(wrapped) if cfg.compile else wrapped
+    started = [0.0]
 
-    bar = progress_bar(cfg.steps, start, desc, progress and ctx.is_main)
-    for step in range(start, cfg.steps):
-        t0 = time.perf_counter()
-        lr = set_lr(opt, step, cfg)
+    def gradient(step: int) -> float:
+        started[0] = time.perf_counter()
         x, y = sample_batch(data["train"], cfg.batch_size, cfg.seq_len, _step_generator(cfg.seed, step), rows)
-        opt.zero_grad(set_to_none=True)
-        loss_value = distributed.mean(_forward_backward(step_model, wrapped, x, y, micro, dev, cfg.precision))
-        if not math.isfinite(loss_value):
-            bar.close()
-            raise TrainingDiverged(
-                f"{desc}: loss became {loss_value} at step {step} (lr {lr:.3g}); lower the learning "
-                "rate or check the data. No result was written."
-            )
-        if cfg.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        timing["seconds"] += time.perf_counter() - t0
+        return distributed.mean(_forward_backward(step_model, wrapped, x, y, micro, dev, cfg.precision))
+
+    def record(done: int, loss: float) -> None:
+        timing["seconds"] += time.perf_counter() - started[0]
         timing["steps"] += 1
-        history["step"].append(step + 1)
-        history["train_loss"].append(loss_value)
-        history["lr"].append(lr)
-        done = step + 1
+        history["step"].append(done)
+        history["train_loss"].append(loss)
+        history["lr"].append(schedule(done - 1))
         if done % cfg.eval_every == 0 or done == cfg.steps:
             history["val_step"].append(done)
             history["val_loss"].append(validate())
-            bar.set_postfix(train=f"{loss_value:.3f}", val=f"{history['val_loss'][-1]:.3f}", refresh=False)
-        if ckpt_path is not None and done % cfg.checkpoint_every == 0 and done < cfg.steps:
-            model_state, opt_state = distributed.full_state(model, opt)
-            if ctx.is_main:
-                verified.save(
-                    {
-                        "model": model_state,
-                        "optimizer": opt_state,
-                        "step": done,
-                        "history": history,
-                        "timing": timing,
-                        "sharded": sharded,
-                    },
-                    ckpt_path,
-                )
-        bar.update(1)
-        if on_step is not None:
-            on_step(done)
+            bar.set_postfix(train=f"{loss:.3f}", val=f"{history['val_loss'][-1]:.3f}", refresh=False)
+
+    bar = progress_bar(cfg.steps, start, desc, progress and ctx.is_main)
+    optimise(
+        model,
+        opt,
+        cfg.steps,
+        gradient,
+        schedule,
+        start=start,
+        grad_clip=cfg.grad_clip,
+        record=record,
+        checkpoint=checkpoint,
+        on_step=on_step,
+        label=desc,
+        bar=bar,
+    )
     bar.close()
     return TrainResult(distributed.unsharded(model, model_cfg), history, timing)

@@ -64,7 +64,7 @@ class CircuitSpec:
 
     def lrs(self, step: int, total: int) -> tuple[float, float]:
         """(eta_QK, eta_OV) at SGD step ``step`` of ``total`` planned, as ``train_circuit`` sets them."""
-        return self.lr_qk * ramp(step, total, *self.qk_ramp), self.lr_ov * ramp(step, total, *self.ov_ramp)
+        return self.lr_qk * ramp(total, *self.qk_ramp)(step), self.lr_ov * ramp(total, *self.ov_ramp)(step)
 
 
 SLOTS = ("W_Q", "W_K", "W_V", "W_O")  # the stack's matrices, a FAFO circuit's
@@ -124,7 +124,9 @@ class CircuitStack:
         C, V = last.shape[0], self.weights["W_K"].shape[-1]
         return torch.add(last, torch.arange(0, C * V, V, device=last.device)[:, None]).view(-1)
 
-    def _forward(self, log_n: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+    def _forward(
+        self, log_n: torch.Tensor, rows: torch.Tensor
+    ) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``forward``'s pass with what the gradients need, from the log counts ``log_n`` (C, B, V) and the
         query rows ``rows`` (``_rows``): q = W_Q x_T (C, B, d) (None when W_Q = I), the attended input c =
         sum_j a_j x_j (C, B, V), h = W_V c (C, B, d) and the logits W_O h (C, B, V)."""
@@ -330,6 +332,7 @@ def benchmark(
     for key, idx in by_settings.items():
         for i in idx:
             stacks[key, specs[i].seq_len] = max(stacks.get((key, specs[i].seq_len), 0), batched[i].steps)
+    batched_s = {"cpu": cpu, "wall": wall}
     out: dict[str, float | int | bool | str] = {
         "circuits": len(specs),
         "steps": sum(r.steps for r in batched),
@@ -346,6 +349,7 @@ def benchmark(
     chosen = [i for idx in groups.values() for i in idx[:one_by_one]]
     per_step: dict[tuple[str, int], list[tuple[float, float]]] = {}
     weight_diff = loss_diff = metric_diff = 0.0
+    one_by_one_cpu = one_by_one_wall = 0.0
     same_epochs = True
     for i in chosen:
         s = specs[i]
@@ -371,14 +375,17 @@ def benchmark(
         )
         if diff >= metric_diff:
             metric_diff, worst = float(diff), s
-        out["one_by_one_cpu_s"] = out.get("one_by_one_cpu_s", 0.0) + cost[0]
-        out["one_by_one_wall_s"] = out.get("one_by_one_wall_s", 0.0) + cost[1]
+        one_by_one_cpu += cost[0]
+        one_by_one_wall += cost[1]
+    if chosen:
+        out["one_by_one_cpu_s"], out["one_by_one_wall_s"] = one_by_one_cpu, one_by_one_wall
     for k, name in enumerate(("cpu", "wall")):
-        out[f"one_by_one_{name}_s_all"] = sum(
+        one_by_one_all = sum(
             r.steps * sum(c[k] for c in per_step[s.kind, s.seq_len]) / len(per_step[s.kind, s.seq_len])
             for s, r in zip(specs, batched, strict=True)
         )
-        out[f"{name}_speedup"] = out[f"one_by_one_{name}_s_all"] / out[f"batched_{name}_s"]
+        out[f"one_by_one_{name}_s_all"] = one_by_one_all
+        out[f"{name}_speedup"] = one_by_one_all / batched_s[name]
     out |= {
         "one_by_one_runs": len(chosen),
         "max_weight_rel_diff": weight_diff,

@@ -50,6 +50,7 @@ from attnlab.papers.qk_speed.synthetic import (
     sample_batches,
     seeded_generator,
 )
+from attnlab.training.loop import CONSTANT, Schedule, backward, optimise
 from attnlab.training.optim import sgd
 
 INIT_KINDS = ("identity", "default")
@@ -68,8 +69,8 @@ class Circuit(nn.Module):
     """
 
     kind = "caco"
-    QK_NAMES = ("W_Q", "W_K", "W_QK")
-    OV_NAMES = ("W_V", "W_O", "W_OV")
+    QK_NAMES: tuple[str, ...] = ("W_Q", "W_K", "W_QK")
+    OV_NAMES: tuple[str, ...] = ("W_V", "W_O", "W_OV")
 
     def __init__(
         self,
@@ -271,10 +272,10 @@ class CircuitTrainResult:
         return self.history["train_loss"][-1]
 
 
-def ramp(step: int, total: int, start: float, end: float) -> float:
+def ramp(total: int, start: float, end: float) -> Schedule:
     """Linear learning-rate multiplier: ``start`` at step 0, ``end`` at step ``total`` (the authors' LambdaLR
     ``1 + (40 - 1) * step / total_steps``, with total = the planned max_epochs x batches_per_epoch)."""
-    return start + (end - start) * step / max(total, 1)
+    return Schedule(total=total, peak=start, end=end, shape="linear")
 
 
 def train_circuit(
@@ -295,9 +296,9 @@ def train_circuit(
 ) -> CircuitTrainResult:
     """Train a circuit on the synthetic task with plain SGD (no momentum, no weight decay; paper, Fig. 2).
 
-    The QK parameters learn at eta_QK = ``lr_qk`` x ``ramp(step, .., *qk_ramp)``, the OV ones at
-    eta_OV = ``lr_ov`` x ``ramp(.., *ov_ramp)`` (e.g. ``qk_ramp=(1, 40)``: the QK learning rate grows linearly
-    x1 -> x40 over the planned ``max_epochs`` x ``batches_per_epoch`` steps). The loss is the cross-entropy of
+    The QK parameters learn at eta_QK = ``lr_qk`` x ``ramp(.., *qk_ramp)(step)``, the OV ones at eta_OV =
+    ``lr_ov`` x ``ramp(.., *ov_ramp)(step)`` (e.g. ``qk_ramp=(1, 40)``: the QK learning rate grows linearly x1
+    -> x40 over the planned ``max_epochs`` x ``batches_per_epoch`` steps). The loss is the cross-entropy of
     the last position's logits (over all V tokens) against the label token. Training stops after the first
     epoch whose mean training loss is <= ``loss_stop`` (paper: 1e-3; ``None`` never stops early), or after
     ``max_epochs``.
@@ -310,40 +311,43 @@ def train_circuit(
     if isinstance(model, str):
         model = make_circuit(model, seed=seed)
     opt = sgd(model.parameter_groups(), lr_ov)  # groups "qk", then "ov"
-    base = {"qk": (lr_qk, qk_ramp), "ov": (lr_ov, ov_ramp)}
-    data = seeded_generator(seed, 1)
+    for group in opt.param_groups:
+        group["base_lr"] = {"qk": lr_qk, "ov": lr_ov}[group["name"]]
     total = max_epochs * batches_per_epoch
+    schedule = {"qk": ramp(total, *qk_ramp), "ov": ramp(total, *ov_ramp)}
+    data = seeded_generator(seed, 1)
     history: dict[str, list[float]] = {k: [] for k in ("epoch", "train_loss", "lr_qk", "lr_ov")}
-    step, stopped = 0, False
+    batches: list[torch.Tensor] = []  # the epoch's inputs (steps, B, T) and targets (steps, B)
+    running, stopped = [0.0], [False]
+
+    def loss(step: int) -> torch.Tensor:
+        t = step % batches_per_epoch
+        if t == 0:
+            batches[:] = sample_batches(batches_per_epoch, batch_size, seq_len, data)  # one draw per epoch
+        logits, _ = model(batches[0][t])
+        return F.cross_entropy(logits, batches[1][t])
+
+    def record(done: int, value: float) -> bool:
+        running[0] += value
+        if done % batches_per_epoch:
+            return False
+        epoch, mean = done // batches_per_epoch, running[0] / batches_per_epoch
+        running[0] = 0.0
+        if not math.isfinite(mean):
+            raise TrainingDiverged(f"{model.kind}: training loss {mean} at epoch {epoch - 1}")
+        history["epoch"].append(epoch)
+        history["train_loss"].append(mean)
+        history["lr_qk"].append(opt.param_groups[0]["lr"])
+        history["lr_ov"].append(opt.param_groups[1]["lr"])
+        if on_epoch is not None:
+            on_epoch(epoch, model)
+        stopped[0] = loss_stop is not None and mean <= loss_stop
+        return stopped[0]
+
     with torch_threads(threads):
         model.train()
-        for epoch in range(max_epochs):
-            running = 0.0
-            inputs, targets = sample_batches(batches_per_epoch, batch_size, seq_len, data)  # (steps, B, T)
-            for t in range(batches_per_epoch):
-                for group in opt.param_groups:
-                    lr, (start, end) = base[group["name"]]
-                    group["lr"] = lr * ramp(step, total, start, end)
-                logits, _ = model(inputs[t])
-                loss = F.cross_entropy(logits, targets[t])
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                running += loss.item()
-                step += 1
-            mean = running / batches_per_epoch
-            if not math.isfinite(mean):
-                raise TrainingDiverged(f"{model.kind}: training loss {mean} at epoch {epoch}")
-            history["epoch"].append(epoch + 1)
-            history["train_loss"].append(mean)
-            history["lr_qk"].append(opt.param_groups[0]["lr"])
-            history["lr_ov"].append(opt.param_groups[1]["lr"])
-            if on_epoch is not None:
-                on_epoch(epoch + 1, model)
-            if loss_stop is not None and mean <= loss_stop:
-                stopped = True
-                break
-    return CircuitTrainResult(model=model, history=history, steps=step, stopped_early=stopped)
+        steps = optimise(model, opt, total, backward(loss), schedule, record=record, label=model.kind)
+    return CircuitTrainResult(model=model, history=history, steps=steps, stopped_early=stopped[0])
 
 
 @torch.no_grad()
@@ -384,13 +388,13 @@ def fixed_attention(distinct: torch.Tensor, alpha: float) -> torch.Tensor:
     return torch.where(distinct, a_distinct, a_other).float()
 
 
-class _FixedAttention:
-    """Mixin: no QK circuit; attention is ``fixed_attention(distinct, alpha)``, only the OV circuit learns."""
+class _FixedAttention(Circuit):
+    """No QK circuit; attention is ``fixed_attention(distinct, alpha)``, only the OV circuit learns."""
 
     def _init_qk(self, generator: torch.Generator | None) -> None:
         pass
 
-    def forward(
+    def forward(  # type: ignore[override]  # a fixed attention alpha takes the place of the QK circuit's keep
         self, tokens: torch.Tensor, alpha: float, distinct: torch.Tensor | None = None
     ) -> CircuitOutput:
         x = self.one_hot(tokens)  # (B, T, V)
@@ -401,7 +405,7 @@ class _FixedAttention:
         return CircuitOutput(self.readout(context), a)
 
 
-class FixedAttentionCollapsed(_FixedAttention, Circuit):
+class FixedAttentionCollapsed(_FixedAttention):
     """Fig. 3, collapsed OV: logits = W_OV sum_j a_j x_j with a fixed."""
 
     kind = "fixed-co"
@@ -502,20 +506,25 @@ def train_fixed_attention(
         curves: dict[float, list[float]] = {
             a: [v] for a, v in zip(alphas, held_out_losses(alphas), strict=True)
         }
-        train_loss = []
-        for _ in range(epochs):
-            running = 0.0
-            for _ in range(batches_per_epoch):
-                batch = draw(data, batch_size, balanced=authors)
-                logits, _ = model(batch.inputs, alpha, batch.distinct)
-                loss = F.cross_entropy(logits, batch.targets)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                running += loss.item()
-            train_loss.append(running / batches_per_epoch)
-            for a, v in zip(alphas, held_out_losses(alphas), strict=True):
-                curves[a].append(v)
+        train_loss: list[float] = []
+        running = [0.0]
+
+        def loss(step: int) -> torch.Tensor:
+            batch = draw(data, batch_size, balanced=authors)
+            logits, _ = model(batch.inputs, alpha, batch.distinct)
+            return F.cross_entropy(logits, batch.targets)
+
+        def record(done: int, value: float) -> None:
+            running[0] += value
+            if done % batches_per_epoch == 0:
+                train_loss.append(running[0] / batches_per_epoch)
+                running[0] = 0.0
+                for a, v in zip(alphas, held_out_losses(alphas), strict=True):
+                    curves[a].append(v)
+
+        optimise(
+            model, opt, epochs * batches_per_epoch, backward(loss), CONSTANT, record=record, label="fixed"
+        )
     return FixedAttentionResult(
         alpha=alpha,
         factorised=factorised,

@@ -18,7 +18,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -73,7 +73,7 @@ from attnlab.runner.params import (
     check_seeds,
 )
 from attnlab.runner.plan import PlannedRun
-from attnlab.training.cache import cached_result, result_path
+from attnlab.training.cache import cached_result, checkpoint_path, result_path
 from attnlab.training.trainer import TrainConfig
 
 # claims are judged after the computation: imported where used, outside the results' code keys
@@ -482,7 +482,7 @@ class QKSpeedExperiment(PaperExperiment):
         for r, sim in sims.items():
             fit = regime_fit(sim, dominance=paper_claims.DOMINANCE)
             verdict = paper_claims.verdict_growth_regime(
-                str(fit["regime"]), fit["r2 mu_QK ~ log^2 t"], fit["r2 exp(mu_QK) ~ log^2 t"]
+                str(fit["regime"]), float(fit["r2 mu_QK ~ log^2 t"]), float(fit["r2 exp(mu_QK) ~ log^2 t"])
             )
             rows.append({"r": r, **fit, "verdict": verdict.word})
         return pd.DataFrame(rows).set_index("r")
@@ -524,7 +524,7 @@ class QKSpeedExperiment(PaperExperiment):
         for variant in VARIANTS:
             for seed in self.preset.sva_seeds:
                 scale = self._lr_scale(p.qk_scale, variant)
-                settings = dict(
+                settings: dict[str, Any] = dict(
                     epochs=p.epochs,
                     batch_size=p.batch_size,
                     lr=p.lr if protocol == "authors" else p.adam_lr,
@@ -538,8 +538,9 @@ class QKSpeedExperiment(PaperExperiment):
                     settings["optimizer"] = "adam"
                 config = dict(model=cfg.to_dict(), **settings, device=dev.type)
 
-                def compute(settings=settings) -> dict:
-                    return train_agreement(cfg, data, **settings, device=str(dev))
+                def compute(settings=settings, config=config) -> dict:
+                    saved = checkpoint_path("sva_attention_only", config, data.fingerprint(), code=CODE)
+                    return train_agreement(cfg, data, **settings, device=str(dev), checkpoint=saved)
 
                 res = self._cached("sva_attention_only", config, compute, data=data.fingerprint())
                 model = AttentionOnlyClassifier(cfg).to(dev)
@@ -669,7 +670,7 @@ class QKSpeedExperiment(PaperExperiment):
                     model=cfg.to_dict(), train=tcfg.to_dict(), prompt_weight=q.prompt_weight, device=dev.type
                 )
 
-                def compute(tcfg=tcfg, label=f"SQuAD {variant} seed {seed}") -> dict:
+                def compute(tcfg=tcfg, config=config, label=f"SQuAD {variant} seed {seed}") -> dict:
                     try:
                         return train_qa(
                             cfg,
@@ -678,6 +679,7 @@ class QKSpeedExperiment(PaperExperiment):
                             prompt_weight=q.prompt_weight,
                             device=str(dev),
                             desc=label if tcfg.steps >= _PROGRESS_STEPS else None,
+                            checkpoint=checkpoint_path("squad", config, train.fingerprint(), code=CODE),
                         )
                     except TrainingDiverged as err:
                         return {"model": None, "train_loss": [math.nan], "diverged": str(err)}

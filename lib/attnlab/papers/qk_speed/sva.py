@@ -32,6 +32,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -39,7 +40,6 @@ from torch import nn
 
 from attnlab.attention import ATTENTION_KINDS
 from attnlab.data.artifacts import extract
-from attnlab.errors import TrainingDiverged
 from attnlab.model import GPTConfig
 from attnlab.papers.qk_speed.text_tasks import (
     ClassificationData,
@@ -48,6 +48,7 @@ from attnlab.papers.qk_speed.text_tasks import (
     subject_head,
     words,
 )
+from attnlab.training.loop import Checkpoint, Schedule, optimise
 from attnlab.training.optim import adam, gpt_groups, sgd
 
 _ROOT = "bigbench-1.0.0/bigbench/benchmark_tasks/subject_verb_agreement"
@@ -125,7 +126,10 @@ def load_agreement(
     split. Words are tokenised as in ``text_tasks`` (lower case, a trailing "-s" split off as ``+s``); the
     vocabulary is that of the training sentences (id 1 for any other token)."""
     root = extract("bigbench", [f"{_ROOT}/{name}.json" for name in sets])
-    rows, seen = [], {}  # rows: (tokens, label, relevant, set index, train); seen: sentence -> row index
+    rows: list[tuple[list[str], int, list[int], int, bool]] = []
+    seen: dict[
+        str, int
+    ] = {}  # rows: (tokens, label, relevant, set index, train); seen: sentence -> row index
     conflicting = set()
     for s, name in enumerate(sets):
         examples = json.loads((root / _ROOT / f"{name}.json").read_text())["examples"][:limit]
@@ -141,14 +145,15 @@ def load_agreement(
                     conflicting.add(seen[sentence])
                 continue
             head = _subject(prefix, name)
-            toks, relevant = [], []
+            toks: list[str] = []
+            marked: list[int] = []
             for j, w in enumerate(prefix + continuation):
                 pieces = split_suffix(w)
                 if j in (head, len(prefix)):  # the subject's head, the verb
-                    relevant += range(len(toks), len(toks) + len(pieces))
+                    marked += range(len(toks), len(toks) + len(pieces))
                 toks += pieces
             seen[sentence] = len(rows)
-            rows.append((toks, label, relevant, s, _train_side(sentence, train_fraction)))
+            rows.append((toks, label, marked, s, _train_side(sentence, train_fraction)))
     rows = [r for i, r in enumerate(rows) if i not in conflicting]
     vocab = Vocabulary([t for r in rows if r[4] for t in r[0]])
     T = max(len(r[0]) for r in rows)
@@ -217,7 +222,7 @@ class AttentionOnlyClassifier(nn.Module):
         pattern, y, z) of this very pass, as ``GPT.classify``."""
         T = idx.shape[1]
         x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))  # (B, T, D)
-        capture = None
+        capture: dict[str, torch.Tensor] | None = None
         if cache is not None:
             capture = {}
             cache.append(capture)
@@ -235,15 +240,6 @@ class AttentionOnlyClassifier(nn.Module):
         return "head"
 
 
-def cosine_with_warmup(step: int, total: int, warmup: int) -> float:
-    """The learning-rate factor of the authors' schedule (``transformers.get_cosine_schedule_with_warmup``):
-    linear from 0 to 1 over ``warmup`` steps, then half a cosine down to 0 at ``total``."""
-    if step < warmup:
-        return step / max(1, warmup)
-    progress = (step - warmup) / max(1, total - warmup)
-    return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
-
-
 def train_agreement(
     cfg: GPTConfig,
     data: ClassificationData,
@@ -258,45 +254,66 @@ def train_agreement(
     seed: int,
     device: str = "cpu",
     optimizer: str = "sgd",
+    checkpoint: Path | None = None,
 ) -> dict:
     """Train ``AttentionOnlyClassifier(cfg)`` on the train split as the authors' training cell does: SGD with
     ``momentum`` and ``weight_decay``, each ``param_group`` at ``lr`` x ``lr_scale.get(group, 1)`` (faster QK:
     embed and qk x100), the cosine schedule with ``warmup`` x the total steps of linear warm-up, stepped every
     batch; random batches of ``batch_size``, cross-entropy. ``optimizer="adam"``: this project's protocol,
     Adam (default betas; ``momentum`` and ``weight_decay`` unused) with the same groups, rates and schedule.
-    Returns ``{"model": state_dict, "train_loss": per-epoch means}``."""
+    Returns ``{"model": state_dict, "train_loss": per-epoch means}``. ``checkpoint``: a file to save the run
+    to after every epoch and resume it from (bit for bit)."""
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
     torch.manual_seed(seed)
     model = AttentionOnlyClassifier(cfg).to(device)
+    opt: torch.optim.Optimizer
     if optimizer == "sgd":
         opt = sgd(gpt_groups(model), lr, momentum=momentum, weight_decay=weight_decay, lr_scale=lr_scale)
     else:
         opt = adam(gpt_groups(model), lr, lr_scale=lr_scale)
     train = data.split(True)
-    total = epochs * math.ceil(len(train) / batch_size)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda step: cosine_with_warmup(step, total, int(warmup * total))
-    )
+    per_epoch = math.ceil(len(train) / batch_size)
+    total = epochs * per_epoch
+    # the authors' transformers.get_cosine_schedule_with_warmup, stepped every batch
+    schedule = Schedule(total=total, warmup=int(warmup * total), end=0.0, warmup_offset=0)
     gen = torch.Generator().manual_seed(seed)
-    losses = []
+    losses: list[float] = []
+    order, sum_loss = [torch.empty(0, dtype=torch.long)], [0.0]
+
+    def gradient(step: int) -> float:
+        start = step % per_epoch
+        if start == 0:
+            order[0] = torch.randperm(len(train), generator=gen)
+        idx = order[0][start * batch_size : (start + 1) * batch_size]
+        width = int(train.lengths[idx].max())
+        logits = model.classify(
+            train.tokens[idx, :width].to(device), last=(train.lengths[idx] - 1).to(device)
+        )
+        loss = F.cross_entropy(logits.float(), train.labels[idx].to(device))
+        loss.backward()
+        sum_loss[0] += loss.item() * len(idx)
+        return loss.item()
+
+    def record(done: int, value: float) -> None:
+        if done % per_epoch == 0:
+            losses.append(sum_loss[0] / len(train))
+            sum_loss[0] = 0.0
+
+    saver = None  # saved at epoch ends: the next step draws the next epoch's order
+    if checkpoint is not None:
+        saver = Checkpoint.of(checkpoint, per_epoch, model, opt, gen, losses, device)
+    start = saver.resume() if saver is not None else 0
     model.train()
-    for epoch in range(epochs):
-        order = torch.randperm(len(train), generator=gen)
-        sum_loss = 0.0
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            width = int(train.lengths[idx].max())
-            logits = model.classify(
-                train.tokens[idx, :width].to(device), last=(train.lengths[idx] - 1).to(device)
-            )
-            loss = F.cross_entropy(logits.float(), train.labels[idx].to(device))
-            if not math.isfinite(loss.item()):
-                raise TrainingDiverged(f"SVA classifier: loss {loss.item()} in epoch {epoch}")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            sum_loss += loss.item() * len(idx)
-        losses.append(sum_loss / len(train))
+    optimise(
+        model,
+        opt,
+        total,
+        gradient,
+        schedule,
+        start=start,
+        record=record,
+        checkpoint=saver,
+        label="SVA classifier",
+    )
     return {"model": {k: v.cpu() for k, v in model.state_dict().items()}, "train_loss": losses}

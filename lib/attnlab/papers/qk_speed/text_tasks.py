@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -38,10 +39,13 @@ import torch.nn.functional as F
 
 from attnlab.data.artifacts import extract
 from attnlab.data.tokenizer import ByteTokenizer
-from attnlab.errors import TrainingDiverged
 from attnlab.model import GPT, GPTConfig
-from attnlab.training.optim import make_optimizer, set_lr
-from attnlab.training.trainer import TrainConfig, progress_bar
+from attnlab.training.loop import Checkpoint, optimise, progress_bar
+from attnlab.training.optim import lr_schedule, make_optimizer
+from attnlab.training.trainer import TrainConfig
+
+if TYPE_CHECKING:
+    from attnlab.papers.qk_speed.sva import AttentionOnlyClassifier
 
 _BIGBENCH = "bigbench-1.0.0/bigbench/benchmark_tasks"
 SQUAD_PATH = "squad_shifts/squaddev_v1.1.json"
@@ -227,7 +231,7 @@ def _compact(tokens: torch.Tensor, lengths: torch.Tensor, keep: torch.Tensor):
 
 @torch.no_grad()
 def classifier_outputs(
-    model: GPT, data: ClassificationData, batch_size: int = 256
+    model: GPT | AttentionOnlyClassifier, data: ClassificationData, batch_size: int = 256
 ) -> dict[str, torch.Tensor]:
     """Class probabilities (N, C) and the last token's attention (N, T), head mean of the last layer (for a
     1-layer model this is the whole attention of the class position), from the same forward pass."""
@@ -248,7 +252,9 @@ def classifier_outputs(
     return {"probs": torch.cat(probs), "attn": torch.cat(attn)}
 
 
-def classifier_prob_fn(model: GPT, lengths: torch.Tensor):
+def classifier_prob_fn(
+    model: GPT | AttentionOnlyClassifier, lengths: torch.Tensor
+) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """``prob_fn(tokens, keep)`` for :func:`attnlab.metrics.faithfulness`: class probabilities with the
     positions outside ``keep`` removed from the sequence."""
     device = next(model.parameters()).device
@@ -393,33 +399,46 @@ def train_qa(
     prompt_weight: float = 0.0,
     device: str = "cpu",
     desc: str | None = None,
+    checkpoint: Path | None = None,
 ) -> dict:
     """Train ``GPT(cfg)`` on ``data`` with the library's AdamW groups and schedule (``TrainConfig.lr_scale``
     per ``GPT.param_group``): ``steps`` steps of ``batch_size`` random examples, minimising the answer loss
     plus ``prompt_weight`` x the whole-sequence loss (:func:`qa_losses`). Returns ``{"model": state_dict,
-    "train_loss": per-step answer losses}``. ``desc``: show a progress bar with this label."""
+    "train_loss": per-step answer losses}``. ``desc``: show a progress bar with this label. ``checkpoint``: a
+    file to save the run to every ``train.checkpoint_every`` steps and resume it from (bit for bit)."""
     torch.manual_seed(train.seed)
     model = GPT(cfg).to(device)
     opt = make_optimizer(model, train)
     gen = torch.Generator().manual_seed(train.seed)
-    losses = []
-    model.train()
-    bar = progress_bar(train.steps, 0, desc or "", desc is not None)
-    for step in range(train.steps):
-        set_lr(opt, step, train)
+    losses: list[float] = []
+
+    def gradient(step: int) -> float:
         idx = torch.randint(len(data), (train.batch_size,), generator=gen)
         answer, sequence = qa_losses(model, data, idx, device)
         loss = answer + prompt_weight * sequence if prompt_weight else answer
-        if not math.isfinite(loss.item()):
-            raise TrainingDiverged(f"QA: loss {loss.item()} at step {step}")
-        opt.zero_grad(set_to_none=True)
         loss.backward()
-        if train.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), train.grad_clip)
-        opt.step()
         losses.append(answer.item())
-        bar.update()
         bar.set_postfix(answer_loss=f"{answer.item():.3f}", refresh=False)
+        return loss.item()
+
+    saver = None
+    if checkpoint is not None:
+        saver = Checkpoint.of(checkpoint, train.checkpoint_every, model, opt, gen, losses, device)
+    start = saver.resume() if saver is not None else 0
+    model.train()
+    bar = progress_bar(train.steps, start, desc or "", desc is not None)
+    optimise(
+        model,
+        opt,
+        train.steps,
+        gradient,
+        lr_schedule(train),
+        start=start,
+        grad_clip=train.grad_clip,
+        checkpoint=saver,
+        label="QA",
+        bar=bar,
+    )
     bar.close()
     return {"model": {k: v.cpu() for k, v in model.state_dict().items()}, "train_loss": losses}
 
