@@ -73,9 +73,10 @@ test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale no
 test-fast: $(STAMP) lint ## lint and the unit tests not marked slow (torch.compile, torchrun): the quick loop
 	$(PY) -m pytest -q -m "not slow" tests
 
-lint: $(STAMP) ## ruff lint and format check (code and notebooks)
+lint: $(STAMP) ## ruff lint and format check (code and notebooks), mypy type check of the library
 	$(VENV)/bin/ruff check lib tests notebooks
 	$(VENV)/bin/ruff format --check lib tests notebooks
+	$(VENV)/bin/mypy
 
 format: $(STAMP) ## apply ruff fixes and formatting
 	$(VENV)/bin/ruff check --fix lib tests notebooks

@@ -72,6 +72,9 @@ def rescaled_mix(pattern: torch.Tensor, v: torch.Tensor, scale: torch.Tensor) ->
 class RotaryEmbedding(nn.Module):
     """Rotary position embedding (RoFormer), rotating pairs (i, i + d/2) of each head's q and k."""
 
+    cos: torch.Tensor  # (T, d/2) buffers
+    sin: torch.Tensor
+
     def __init__(self, head_dim: int, max_len: int, base: float = 10000.0) -> None:
         super().__init__()
         if head_dim % 2:
@@ -242,6 +245,7 @@ class RandomDirectionExclusion(CausalSelfAttention):
 
     kind = "xsa-random"
     values_additive = False
+    direction: torch.Tensor  # (H, d) buffer
 
     def __init__(self, cfg: GPTConfig, layer: int = 0) -> None:
         super().__init__(cfg, layer)

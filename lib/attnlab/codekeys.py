@@ -65,7 +65,7 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _import_nodes(body: Iterable[ast.stmt]) -> Iterable[ast.Import | ast.ImportFrom]:
+def _import_nodes(body: Iterable[ast.stmt | ast.ExceptHandler]) -> Iterable[ast.Import | ast.ImportFrom]:
     """Every import statement of a module, in functions and classes too, but not in ``if TYPE_CHECKING:``
     blocks (annotations only)."""
     for node in body:
@@ -96,7 +96,7 @@ def _parsed_imports(path: Path, _mtime_ns: int, _size: int) -> frozenset[str]:
     """:func:`direct_imports` of the file at ``path``, parsed once per version of the file."""
     source = path.read_text()
     lines = source.splitlines()
-    found = set()
+    found: set[str] = set()
     for node in _import_nodes(ast.parse(source, str(path)).body):
         if lines[node.lineno - 1].rstrip().endswith(AFTER_COMPUTING):
             continue

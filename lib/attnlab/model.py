@@ -7,8 +7,9 @@ intermediates (q, k, v, pattern, y, z): the metrics read these instead of re-imp
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast, overload
 
 import torch
 import torch.nn.functional as F
@@ -119,6 +120,20 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+if TYPE_CHECKING:
+
+    class _Blocks(nn.ModuleList):
+        """``GPT.blocks`` as the type checker sees it: an ``nn.ModuleList`` whose items are :class:`Block`."""
+
+        def __iter__(self) -> Iterator[Block]: ...
+
+        @overload
+        def __getitem__(self, idx: slice) -> nn.ModuleList: ...
+        @overload
+        def __getitem__(self, idx: int) -> Block: ...
+        def __getitem__(self, idx: int | slice) -> Block | nn.ModuleList: ...
+
+
 class GPT(nn.Module):
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
@@ -126,7 +141,9 @@ class GPT(nn.Module):
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model) if cfg.pos == "learned" else None
         self.ln_emb = layer_norm(cfg) if cfg.embed_norm else None
-        self.blocks = nn.ModuleList(Block(cfg, kind, layer) for layer, kind in enumerate(cfg.layer_kinds))
+        self.blocks = cast(
+            "_Blocks", nn.ModuleList(Block(cfg, kind, layer) for layer, kind in enumerate(cfg.layer_kinds))
+        )
         self.ln_f = layer_norm(cfg)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.cls_head = nn.Linear(cfg.d_model, cfg.n_classes) if cfg.n_classes else None
@@ -161,7 +178,7 @@ class GPT(nn.Module):
         if self.sink is not None:
             x = torch.cat((self.sink.expand(B, -1, -1), x), dim=1)  # (B, n_sink + T, D)
         for block in self.blocks:
-            capture = None
+            capture: dict | None = None
             if cache is not None:
                 capture = {}
                 cache.append(capture)

@@ -38,7 +38,7 @@ class WriteFailed(OSError):
     """A file could not be written (most often a full disk): names the file and the space left."""
 
 
-def _atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+def _atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """``write(f)`` into a temporary sibling of ``path``, flushed to disk, then renamed over ``path``. A
     failed write (``torch.save`` reports a full disk as "inline_container ... unexpected pos") raises
     :class:`WriteFailed` naming ``path`` and the free space on its disk; nothing is left behind."""
@@ -84,7 +84,7 @@ def digest_once(path: Path) -> str:
     return _digest_of_version(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
 
 
-def write_with(path: Path, write: Callable[[IO[bytes]], None]) -> str:
+def write_with(path: Path, write: Callable[[IO[bytes]], object]) -> str:
     """``write(f)`` (``torch.save``, ``np.save``, ...) into ``path`` atomically, then its record; return the
     hex SHA-256."""
     path = Path(path)

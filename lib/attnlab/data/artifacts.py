@@ -282,7 +282,7 @@ def _deb_members(archive: Path) -> Iterator[tuple[str, IO[bytes]]]:
             if member.startswith("data.tar"):
                 if member.endswith(".xz"):
                     body = lzma.decompress(body)
-                mode = "r:gz" if member.endswith(".gz") else "r:"
+                mode: Literal["r:gz", "r:"] = "r:gz" if member.endswith(".gz") else "r:"
                 with tarfile.open(fileobj=io.BytesIO(body), mode=mode) as tf:
                     yield from _tar_members(tf)
                 return

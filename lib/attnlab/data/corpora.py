@@ -191,7 +191,14 @@ def derivation_digest() -> str:
     """Digest of the source of every function that derives splits and tokens from an artifact (the corpus
     readers, cleaning, splitting, writing, tokenising): part of :func:`fingerprint`, so editing any of them
     rebuilds the derived files and changes the key of every run trained on them, with no version to bump."""
-    steps = (corpus_documents, *_CORPORA.values(), clean_text, detokenize, split_point, split_document)
+    steps: tuple[Callable[..., object], ...] = (
+        corpus_documents,
+        *_CORPORA.values(),
+        clean_text,
+        detokenize,
+        split_point,
+        split_document,
+    )
     steps += (prepare_splits, load_tokens)
     h = hashlib.sha256()
     for step in steps:
@@ -263,7 +270,7 @@ def prepare_splits(name: str, val_fraction: float = 0.1) -> dict[str, Path]:
     verified.discard(meta_path)
     for split in SPLITS:  # token caches belong to the old splits
         verified.discard(_tokens_path(name, split))
-    parts = {split: [] for split in SPLITS}
+    parts: dict[str, list[dict[str, str]]] = {split: [] for split in SPLITS}
     for doc_id, text in docs:
         for split, part in zip(SPLITS, split_document(text, val_fraction), strict=True):
             if part:

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import torch
@@ -101,7 +102,7 @@ class ShardWriter:
         self.files: list[dict] = []  # {"file": name, "tokens": count, "sha256": hex digest}
         self.digest = hashlib.sha256()
         self._file_digest = hashlib.sha256()
-        self._file = None
+        self._file: BinaryIO | None = None
 
     def write(self, tokens: np.ndarray) -> None:
         tokens = np.asarray(tokens)
@@ -111,6 +112,7 @@ class ShardWriter:
         while tokens.size:
             if self._file is None or self.files[-1]["tokens"] == self.shard_tokens:
                 self._open_next()
+            assert self._file is not None  # opened above
             room = self.shard_tokens - self.files[-1]["tokens"]
             chunk, tokens = tokens[:room], tokens[room:]
             self._file.write(chunk.tobytes())

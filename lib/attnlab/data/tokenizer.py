@@ -49,7 +49,8 @@ class GPT2Tokenizer:
     ``<|endoftext|>``."""
 
     def __init__(self, name_or_path: str = "gpt2", local_files_only: bool = False) -> None:
-        from transformers import GPT2TokenizerFast
+        # the ignore: transformers 5 resolves the *TokenizerFast names lazily, out of the type checker's sight
+        from transformers import GPT2TokenizerFast  # type: ignore[attr-defined]
 
         tok = GPT2TokenizerFast.from_pretrained(name_or_path, local_files_only=local_files_only)
         if tok.backend_tokenizer.get_vocab_size(with_added_tokens=False) == 0:  # files missing: an empty BPE

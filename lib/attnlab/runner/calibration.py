@@ -52,16 +52,24 @@ def _detectable(n: int, sd: float = 1.0) -> float:
     return (t_quantile(0.5 + LEVEL / 2, n - 1) + t_quantile(v.POWER, n - 1)) * sd / math.sqrt(n)
 
 
+def _mean_draw(n: int, effect: float) -> Callable[[np.random.Generator], v.Verdict]:
+    """The mean rule on ``n`` values drawn around ``effect`` (sd 1), against a null of 0."""
+    return lambda r: v.mean_rule(r.normal(effect, 1.0, n), "above")
+
+
+def _share_draw(n: int, t: float) -> Callable[[np.random.Generator], v.Verdict]:
+    """The share rule on ``n`` units, each a success with probability ``t``, against the threshold ``t``."""
+    return lambda r: v.share_rule(int(r.binomial(n, t)), n, t)
+
+
 def scenarios() -> list[Scenario]:
     """The simulated truths: for each rule, its false-holds and false-does-not-hold boundaries and a power
     row, at the unit counts the notebooks use (3-10 seeds, 32 windows, 270 heads, 8 layers)."""
     out = []
     for n in (3, 5, 10, 32):
         out += [
-            Scenario(f"mean (n={n})", "effect = null", (v.HOLDS, v.DOES_NOT_HOLD),
-                     lambda r, n=n: v.mean_rule(r.normal(0.0, 1.0, n), "above")),
-            Scenario(f"mean (n={n})", "effect = detectable", (),
-                     lambda r, n=n: v.mean_rule(r.normal(_detectable(n), 1.0, n), "above")),
+            Scenario(f"mean (n={n})", "effect = null", (v.HOLDS, v.DOES_NOT_HOLD), _mean_draw(n, 0.0)),
+            Scenario(f"mean (n={n})", "effect = detectable", (), _mean_draw(n, _detectable(n))),
         ]  # fmt: skip
 
     def pairs(r: np.random.Generator, n: int, diff: float) -> v.Verdict:
@@ -98,8 +106,7 @@ def scenarios() -> list[Scenario]:
     for n, threshold in ((270, 0.5), (32, 0.5), (20, 0.9)):
         name = f"share (n={n}, threshold {threshold:g})"
         out += [
-            Scenario(name, "share = threshold", (v.HOLDS, v.DOES_NOT_HOLD),
-                     lambda r, n=n, t=threshold: v.share_rule(int(r.binomial(n, t)), n, t)),
+            Scenario(name, "share = threshold", (v.HOLDS, v.DOES_NOT_HOLD), _share_draw(n, threshold)),
         ]  # fmt: skip
 
     def units(r: np.random.Generator, means: list[float]) -> v.Verdict:
@@ -124,7 +131,8 @@ def calibrate(simulations: int = SIMULATIONS, seed: int = SEED) -> pd.DataFrame:
         rng = np.random.default_rng([seed, i])
         words = [sc.draw(rng).word for _ in range(simulations)]
         rates = {w: words.count(w) / simulations for w in v.VERDICTS}
-        checked = max(sc.errors, key=rates.get) if sc.errors else v.HOLDS  # the larger error, or the power
+        # the larger error, or the power
+        checked = max(sc.errors, key=rates.__getitem__) if sc.errors else v.HOLDS
         rate = rates[checked]
         rows.append({
             "rule": sc.rule, "truth": sc.truth,

@@ -181,6 +181,8 @@ def changes_markdown(scale: str, ref: str) -> str:
     import subprocess
 
     root = paths.repo_root()
+    if root is None:
+        raise SystemExit("the verdict changes need a checkout (they read the claims tables committed in git)")
     parts = [
         f"Re-judged at `{scale}` scale; the old words are those committed at `{ref}` (the rule before this "
         "one)."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -40,7 +40,7 @@ class Estimate:
     sd: float
 
 
-def mean_interval(values: Sequence[float], level: float = LEVEL) -> Estimate:
+def mean_interval(values: Iterable[float], level: float = LEVEL) -> Estimate:
     """Mean and two-sided ``level`` interval of ``values`` by Student's t (the seeds are few: a normal
     interval would be too narrow). Raises ValueError on no values or a non-finite one."""
     xs = [float(v) for v in values]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypedDict, TypeVar, Unpack
 
 import numpy as np
 
@@ -42,6 +42,8 @@ VERDICTS = (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE)
 POWER = 0.80  # the detectable effect: the smallest true effect a rule calls "holds" this often
 
 Side = Literal["above", "below"]
+K = TypeVar("K", bound=Hashable)  # the name of a unit (seed, window, layer)
+Values = Sequence[float] | np.ndarray  # one value per unit (or per x value)
 
 # Rule names, as the claims tables' ``rule`` column prints them.
 MEAN = "mean: 95% t interval vs null"
@@ -79,9 +81,22 @@ class Verdict:
         return f"{self.word}: {self.why}" if self.why else self.word
 
 
-def not_testable(why: str, **evidence: float | int | str) -> Verdict:
+class VerdictEvidence(TypedDict, total=False):
+    """The evidence fields of a :class:`Verdict`, as keyword arguments."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    null: float
+    margin: float
+    detectable: float
+    rule: str
+
+
+def not_testable(why: str, **evidence: Unpack[VerdictEvidence]) -> Verdict:
     """A "not testable here" verdict with ``why`` and whatever evidence there is."""
-    return Verdict(NOT_TESTABLE, why, **evidence)  # type: ignore[arg-type]
+    return Verdict(NOT_TESTABLE, why, **evidence)
 
 
 def _toward(x: float, side: Side, null: float) -> float:
@@ -101,7 +116,7 @@ def _degenerate(xs: list[float]) -> str:
 
 
 def mean_rule(
-    values: Sequence[float],
+    values: Values,
     side: Side,
     null: float = 0.0,
     *,
@@ -130,7 +145,7 @@ def mean_rule(
     detectable = smallest + (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(POWER, df)) * est.sd / math.sqrt(
         est.n
     )
-    evidence = {
+    evidence: VerdictEvidence = {
         "estimate": est.mean, "low": est.low, "high": est.high, "n": est.n, "null": null, "margin": margin,
         "detectable": detectable, "rule": MEAN,
     }  # fmt: skip
@@ -151,7 +166,7 @@ def mean_rule(
     return Verdict(INCONCLUSIVE, f"{why}; detectable effect {detectable:.3g}", **evidence)
 
 
-def paired(a: Mapping[Hashable, float], b: Mapping[Hashable, float]) -> list[float]:
+def paired(a: Mapping[K, float], b: Mapping[K, float]) -> list[float]:
     """``a[k] - b[k]`` for every name ``k`` (seed, window), in ``a``'s order. Pairs by name, never by
     position: names in one mapping only are an error."""
     if set(a) != set(b):
@@ -161,8 +176,8 @@ def paired(a: Mapping[Hashable, float], b: Mapping[Hashable, float]) -> list[flo
 
 
 def paired_rule(
-    a: Mapping[Hashable, float],
-    b: Mapping[Hashable, float],
+    a: Mapping[K, float],
+    b: Mapping[K, float],
     side: Side,
     null: float = 0.0,
     *,
@@ -175,7 +190,7 @@ def paired_rule(
     return replace(verdict, rule=PAIRED)
 
 
-def equivalence_rule(values: Sequence[float], margin: float, null: float = 0.0) -> Verdict:
+def equivalence_rule(values: Values, margin: float, null: float = 0.0) -> Verdict:
     """An equivalence claim ("similar", "nearly constant", "at no cost"): the mean of ``values`` (one per
     unit, e.g. paired differences) lies within ``null`` +- ``margin``, a margin stated with the claim before
     the run (never derived from the variants' own spread).
@@ -198,7 +213,7 @@ def equivalence_rule(values: Sequence[float], margin: float, null: float = 0.0) 
     detectable = (
         (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(1 - (1 - POWER) / 2, df)) * est.sd / math.sqrt(est.n)
     )
-    evidence = {
+    evidence: VerdictEvidence = {
         "estimate": est.mean, "low": est.low, "high": est.high, "n": est.n, "null": null, "margin": margin,
         "detectable": detectable, "rule": EQUIVALENCE,
     }  # fmt: skip
@@ -210,11 +225,11 @@ def equivalence_rule(values: Sequence[float], margin: float, null: float = 0.0) 
     return Verdict(INCONCLUSIVE, why, **evidence)
 
 
-def slopes(x: Sequence[float], ys_by_unit: Mapping[Hashable, Sequence[float]]) -> dict[Hashable, float]:
+def slopes(x: Values, ys_by_unit: Mapping[K, Values]) -> dict[K, float]:
     """The least-squares slope of each unit's ``ys`` against ``x`` (NaN where a y is not finite; exactly 0
     where the ys are constant)."""
     xs = np.asarray(x, float)
-    out = {}
+    out: dict[K, float] = {}
     for unit, ys in ys_by_unit.items():
         y = np.asarray(ys, float)
         if y.shape != xs.shape:
@@ -226,8 +241,8 @@ def slopes(x: Sequence[float], ys_by_unit: Mapping[Hashable, Sequence[float]]) -
 
 
 def slope_rule(
-    x: Sequence[float],
-    ys_by_unit: Mapping[Hashable, Sequence[float]],
+    x: Values,
+    ys_by_unit: Mapping[K, Values],
     side: Side,
     null: float = 0.0,
     *,
@@ -267,7 +282,7 @@ def share_rule(successes: int, n: int, threshold: float, side: Side = "above") -
     detectable = (
         (z_quantile(0.5 + LEVEL / 2) + z_quantile(POWER)) * math.sqrt(spread / n) if spread else 3 / n
     )
-    evidence = {
+    evidence: VerdictEvidence = {
         "estimate": est.mean, "low": est.low, "high": est.high, "n": n, "null": threshold,
         "detectable": detectable, "rule": SHARE,
     }  # fmt: skip
@@ -281,7 +296,7 @@ def share_rule(successes: int, n: int, threshold: float, side: Side = "above") -
     )
 
 
-def every_unit(values_by_unit: Mapping[Hashable, Sequence[float]], side: Side, null: float = 0.0) -> Verdict:
+def every_unit(values_by_unit: Mapping[K, Values], side: Side, null: float = 0.0) -> Verdict:
     """A claim about every unit ("above zero in every layer", "at every learning rate"), from several values
     per unit (one per seed). An intersection-union test: holds when every unit's 95% interval lies on the
     claimed side; does not hold when some unit's interval at 1 - 0.05/k (k units, Bonferroni) lies on the
@@ -300,6 +315,7 @@ def every_unit(values_by_unit: Mapping[Hashable, Sequence[float]], side: Side, n
         if max(_toward(est.low, side, null), _toward(est.high, side, null)) < 0:
             refuted.append(unit)
     testable = [v for v in verdicts.values() if v.word != NOT_TESTABLE]
+    evidence: VerdictEvidence
     if testable:
         reach = {u: min(_toward(w.low, side, null), _toward(w.high, side, null)) for u, w in verdicts.items()}
         worst_unit = min((u for u in verdicts if verdicts[u].word != NOT_TESTABLE), key=reach.__getitem__)

@@ -88,7 +88,8 @@ def loader_tokens_per_s(tokens, cfg: TrainConfig, steps: int = 200) -> float:
 def overhead(steps: int, rounds: int, device: torch.device) -> dict[str, float]:
     """Median step times of the trainer and the bare loop, alternated ``rounds`` times (the first tenth of
     each run's steps left out as warm-up)."""
-    trainer, bare = [], []
+    trainer: list[float] = []
+    bare: list[float] = []
     for _ in range(rounds):
         for times, run in ((trainer, trainer_step_times), (bare, bare_step_times)):
             t = run(MODEL, CFG, steps, device)

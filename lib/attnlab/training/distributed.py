@@ -96,6 +96,7 @@ def mean(value: torch.Tensor | float) -> float:
     """The mean of a scalar over the ranks (the value itself in a single process)."""
     if not dist.is_initialized():
         return value.item() if isinstance(value, torch.Tensor) else float(value)
+    device: torch.device | str
     if isinstance(value, torch.Tensor):
         device = value.device
     else:
@@ -116,7 +117,9 @@ def wrap(model: GPT, device: torch.device, fsdp: bool) -> nn.Module:
 
         for block in model.blocks:
             fully_shard(block)
-        return fully_shard(model)
+        # the ignore: torch types the result as FSDPModule; it is ``model`` itself, its class now a subclass
+        # of both FSDPModule and GPT
+        return fully_shard(model)  # type: ignore[return-value]
     device_ids = [device.index] if device.type == "cuda" else None
     return nn.parallel.DistributedDataParallel(model, device_ids=device_ids, gradient_as_bucket_view=True)
 

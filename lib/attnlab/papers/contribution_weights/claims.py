@@ -29,6 +29,7 @@ from attnlab.runner.verdicts import (
     NOT_TESTABLE,
     Side,
     Verdict,
+    VerdictEvidence,
     above_chance,
     gated,
     mean_rule,
@@ -167,8 +168,8 @@ def verdict_conditions(verdicts: Mapping[str, Verdict], side: Side = "above") ->
             counts += f"; {label} at {', '.join(map(str, by_word[word]))}"
     weakest = _weakest(testable, side)
     w = testable[weakest]
-    evidence = {"estimate": w.estimate, "low": w.low, "high": w.high, "n": n, "null": w.null,
-                "detectable": w.detectable, "rule": CONDITIONS}  # fmt: skip
+    evidence: VerdictEvidence = {"estimate": w.estimate, "low": w.low, "high": w.high, "n": n,
+                                 "null": w.null, "detectable": w.detectable, "rule": CONDITIONS}  # fmt: skip
     if held == n:
         return Verdict(HOLDS, f"{counts} (weakest: {weakest})", **evidence)
     if open_ > n / 2:

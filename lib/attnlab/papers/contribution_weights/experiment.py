@@ -282,9 +282,9 @@ class ContributionExperiment(PaperExperiment):
                         for b, value in enumerate(position_value_cosines(r["values"], pos).tolist()):
                             positions.append({"layer": layer, "window": start + b, "position": pos,
                                               "cosine": value})  # fmt: skip
-                    rate, norm = sink_rate_and_norm(r["pattern"], r["values"])
-                    for h in range(rate.shape[0]):
-                        scatter.append((layer, h, start, rate[h].cpu().numpy(), norm[h].cpu().numpy()))
+                    rates, norms = sink_rate_and_norm(r["pattern"], r["values"])
+                    for h in range(rates.shape[0]):
+                        scatter.append((layer, h, start, rates[h].cpu().numpy(), norms[h].cpu().numpy()))
                 del records
                 if bos is not None:
                     prefixed = torch.cat([torch.full_like(batch[:, :1], bos), batch], dim=1)  # (B, 1 + T)

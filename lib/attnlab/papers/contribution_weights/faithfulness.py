@@ -125,7 +125,7 @@ def layer_sets(n_layers: int, count: int) -> dict[str, tuple[int, ...]]:
     if not 1 <= count <= n_layers:
         raise ValueError(f"count must be in [1, {n_layers}], got {count}")
     chosen = sorted({int((k + 0.5) * n_layers / count) for k in range(count)})
-    sets = {f"layer {layer}": (layer,) for layer in chosen}
+    sets: dict[str, tuple[int, ...]] = {f"layer {layer}": (layer,) for layer in chosen}
     if len(chosen) > 1:
         sets["layers " + "+".join(map(str, chosen))] = tuple(chosen)
     return sets

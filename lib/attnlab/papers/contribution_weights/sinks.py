@@ -9,12 +9,16 @@ Every function takes one layer's ``pattern`` (B, H, T, T) and per-head projected
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import torch
 
 from attnlab.metrics import attention_outputs, contribution_weights
+
+if TYPE_CHECKING:
+    from attnlab.hf import LayerRecord
 
 FACTORS = ("attention", "norm_ratio", "cosine", "contribution")
 
@@ -152,7 +156,7 @@ def cone_concentration(outputs: torch.Tensor) -> torch.Tensor:
 
 
 def output_spread(
-    records: Mapping[int, dict], scales: Mapping[int, torch.Tensor] | None = None
+    records: Mapping[int, LayerRecord], scales: Mapping[int, torch.Tensor] | None = None
 ) -> pd.DataFrame:
     """Per layer, the head outputs' cone concentration (``cone_concentration``, mean over heads) and the
     coefficient of variation of their norms (std / mean over heads' queries, mean over heads), from captured

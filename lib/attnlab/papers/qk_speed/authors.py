@@ -21,6 +21,7 @@ What the saved notebooks do not print (recorded here so the tables can say so):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 REPO = "vashishtrahul/Faster-Query-Key-Learning-Sharpens-Attention-in-Self-Attention-Models"
 FIG2_ROW1 = ("Fig2-Heatmaps/Fig-2-Heatmaps.ipynb", "86a9e649169afb51a84701fb942129ea32c45bf2")
@@ -70,10 +71,22 @@ FIG4_END_STATES: dict[float, Fig4EndState] = {
     0.1: Fig4EndState(0.1, 4.9e6, 42.282, 1.395, 0.287, 1.000e-4, _FIG4_OUT),
 }
 
+
+class StopThresholds(TypedDict):
+    """The authors' stopping thresholds: ``count`` log-spaced from ``high`` down to ``low``."""
+
+    high: float
+    low: float
+    count: int
+    source: Source
+
+
 # Fig. 4's stopping-threshold plots: 50 thresholds from 1 down to 1e-4, log-spaced
 # (``stop_thresholds = np.logspace(np.log10(L_max), np.log10(L_min), 50)``; the value at a threshold is the
 # state at the first step whose loss is <= it, ``stopping_value_vs_threshold``).
-STOP_THRESHOLDS = dict(high=1.0, low=1e-4, count=50, source=Source(*FIG4, cell=0, what="source code"))
+STOP_THRESHOLDS = StopThresholds(
+    high=1.0, low=1e-4, count=50, source=Source(*FIG4, cell=0, what="source code")
+)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from attnlab.runner.verdicts import (
     INCONCLUSIVE,
     NOT_TESTABLE,
     Verdict,
+    VerdictEvidence,
     above_chance,
     equivalence_rule,
     every_unit,
@@ -145,7 +146,7 @@ def pooled_equivalence(fast: Counts, base: Counts, margin: float) -> Verdict:
     :func:`~attnlab.runner.verdicts.equivalence_rule` judges its interval. Used only where the seeds agree
     exactly (no spread for a t interval). ``detectable``: the narrowest margin these data confirm."""
     d, low, high = difference_interval(fast, base)
-    evidence = {
+    evidence: VerdictEvidence = {
         "estimate": d, "low": low, "high": high, "n": fast.total + base.total, "null": 0.0, "margin": margin,
         "detectable": max(abs(low), abs(high)), "rule": POOLED,
     }  # fmt: skip
@@ -541,7 +542,7 @@ def _fig4(exp: QKSpeedExperiment, sims: dict[float, Simulation], fits: pd.DataFr
     per_r, regimes = {}, []
     for r, sim in sorted(sims.items()):
         fit = regime_fit(sim, dominance=DOMINANCE)
-        r2_mu, r2_exp = fit["r2 mu_QK ~ log^2 t"], fit["r2 exp(mu_QK) ~ log^2 t"]
+        r2_mu, r2_exp = float(fit["r2 mu_QK ~ log^2 t"]), float(fit["r2 exp(mu_QK) ~ log^2 t"])
         per_r[r] = verdict_growth_regime(str(fit["regime"]), r2_mu, r2_exp)
         regimes.append(
             Claim(

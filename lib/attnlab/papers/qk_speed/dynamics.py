@@ -24,11 +24,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 import numpy as np
 import pandas as pd
 
 State = tuple[float, float]  # (mu_OV, mu_QK)
+
+
+class _Event(Protocol):
+    """An event function of SciPy's ``solve_ivp``: a callable with ``terminal`` and ``direction`` set."""
+
+    terminal: bool
+    direction: float
+
+    def __call__(self, s: float, y: np.ndarray, /) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -208,9 +218,13 @@ def _simulation(
     mu_ov: np.ndarray,
     mu_qk: np.ndarray,
     loss: np.ndarray,
-    **run: float | int | bool,
+    *,
+    steps: int,
+    reached: bool,
+    loss_stop: float,
+    dtau: float,
 ) -> Simulation:
-    """A :class:`Simulation` whose final values are the last recorded state; ``run``: steps, reached,
+    """A :class:`Simulation` whose final values are the last recorded state, with the run's steps, reached,
     loss_stop and dtau."""
     scale = min(model.eta_ov, model.eta_qk)
     alpha = np.array([model.alpha(q) for q in mu_qk])
@@ -219,7 +233,8 @@ def _simulation(
     )
     return Simulation(
         r=r, model=model, mu_ov=float(mu_ov[-1]), mu_qk=float(mu_qk[-1]), alpha=model.alpha(float(mu_qk[-1])),
-        loss=float(loss[-1]), tau=float(tau[-1]), t=float(tau[-1]) / scale, trajectory=trajectory, **run,
+        loss=float(loss[-1]), tau=float(tau[-1]), t=float(tau[-1]) / scale, trajectory=trajectory,
+        steps=steps, reached=reached, loss_stop=loss_stop, dtau=dtau,
     )  # fmt: skip
 
 
@@ -262,7 +277,8 @@ def simulate_adaptive(
     def below(s: float, y: np.ndarray) -> float:
         return model.loss(y[0], y[1]) - loss_stop
 
-    below.terminal, below.direction = True, -1
+    event = cast(_Event, below)  # solve_ivp reads these two attributes of the function
+    event.terminal, event.direction = True, -1
     y0 = [float(mu_ov0), float(mu_qk0)]
     s_end = math.log1p(max_tau)
     if model.loss(*y0) <= loss_stop:

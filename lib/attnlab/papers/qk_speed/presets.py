@@ -6,6 +6,7 @@ proportionally fewer SGD steps at ``cpu`` scale, fewer items) the preset says so
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -171,7 +172,7 @@ def _sva_model(**kw) -> GPTConfig:
     """The authors' SVA model (``sva.AttentionOnlyClassifier``): 1 attention layer with biases, d_model 64, 4
     heads x 64, context 256, learned positions, a class head on the last token (vocabulary set from the data);
     d_ff 256 is their config's d_mlp, which their block does not use."""
-    base = dict(
+    base: dict[str, Any] = dict(
         vocab_size=2,
         n_layer=1,
         d_model=64,
@@ -352,12 +353,20 @@ class CircuitRun:
         return f"{qk}; {ov}"
 
 
+class _Budget(TypedDict, total=False):
+    """The budget fields of a :class:`CircuitRun`, as keyword arguments."""
+
+    max_epochs: int | None
+    batches_per_epoch: int | None
+    early_stop: bool
+
+
 def fig2_runs(c: CircuitSetup) -> list[CircuitRun]:
     """Row 1: the four parameterisations at the shared LR (FAFO's QK circuit at nn.Linear's default, as the
     authors' ``Net_p1``); row 2: faster QK (a constant ratio, ramps) with the authors' budgets and early-stop
     settings (class docstring of ``CircuitSetup``)."""
-    fast = dict(max_epochs=c.fast_epochs, batches_per_epoch=c.fast_batches_per_epoch)
-    long = dict(max_epochs=c.long_epochs, batches_per_epoch=c.fast_batches_per_epoch, early_stop=False)
+    fast = _Budget(max_epochs=c.fast_epochs, batches_per_epoch=c.fast_batches_per_epoch)
+    long = _Budget(max_epochs=c.long_epochs, batches_per_epoch=c.fast_batches_per_epoch, early_stop=False)
     L = c.caco_seq_len
     return [
         CircuitRun("FAFO", "fafo", seq_len=c.seq_len, qk_init="default"),  # Net_p1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 import torch
@@ -317,6 +317,7 @@ class SDExperiment(PaperExperiment):
         rows = []
         for size in self.sizes:
             m = self.preset.sizes[size].model
+            assert isinstance(m.head_dim, int)  # the preset's sizes: one head dim for every layer
             sa_shapes = [((m.n_head, m.head_dim, m.d_model), (m.kv_heads, m.head_dim, m.d_model))] * m.n_layer
             for variant in VARIANTS:
                 if variant in SD_VARIANTS:
@@ -378,6 +379,7 @@ class SDExperiment(PaperExperiment):
         for (size, variant, seed), run in runs.items():
             model = run.model
             base = math.exp(self._loss(model, size))
+            part: Literal["filtering", "routing"]
             for part, name in (("filtering", "filtering to a scalar"), ("routing", "routing removed")):
                 with override_forms(model, sa_truncated_forms(model, part)):
                     edits = [("model", math.exp(self._loss(model, size)))]
@@ -455,6 +457,7 @@ class SDExperiment(PaperExperiment):
         the same variant and seed."""
         size = self.probe
         m = self.preset.sizes[size].model
+        assert isinstance(m.head_dim, int)  # the preset's sizes: one head dim for every layer
         rows = []
         for variant in REALLOCATED:
             sub = cascade[(cascade["size"] == size) & (cascade["variant"] == variant)]

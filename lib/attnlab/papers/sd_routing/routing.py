@@ -24,18 +24,19 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
 from attnlab import metrics
-from attnlab.attention import CausalSelfAttention
+from attnlab.attention import CausalSelfAttention, SDAttention
 from attnlab.metrics import effective_rank, routing_filtering
 from attnlab.model import GPT
 
@@ -140,7 +141,7 @@ def form_stats(wq: torch.Tensor, wk: torch.Tensor) -> pd.DataFrame:
     })  # fmt: skip
 
 
-def random_heads(shapes: list[tuple[tuple[int, ...], tuple[int, ...]]], seed: int) -> pd.DataFrame:
+def random_heads(shapes: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], seed: int) -> pd.DataFrame:
     """``form_stats`` of Gaussian query and key weights with the given per-layer shapes ((H, d, D), (H_kv, d,
     D)), seeded: the random baseline of a pretrained model's head statistics (every statistic here is scale
     free, so the weights' scale does not matter). One row per head, with a ``layer`` column."""
@@ -177,10 +178,17 @@ def gpt_qk(attn: CausalSelfAttention) -> QK:
     return wq, wk
 
 
+def _weight(module: nn.Module) -> torch.Tensor:
+    """The detached ``weight`` of a projection (``nn.Linear``, GPT-2's ``Conv1D``)."""
+    weight = module.weight
+    assert isinstance(weight, torch.Tensor)
+    return weight.detach()
+
+
 def hf_qk(model: nn.Module) -> list[QK]:
     """(Wq, Wk) of every attention layer of a Hugging Face model, in layer order. Head counts come from the
     config (``num_attention_heads``, ``num_key_value_heads``, ``head_dim``)."""
-    cfg = model.config
+    cfg: Any = model.config  # a transformers config, whose fields depend on the architecture
     H = cfg.num_attention_heads
     H_kv = getattr(cfg, "num_key_value_heads", None) or H
     d = getattr(cfg, "head_dim", None) or cfg.hidden_size // H
@@ -191,12 +199,12 @@ def hf_qk(model: nn.Module) -> list[QK]:
             q, k = (children["q_proj"], children["k_proj"]) if "q_proj" in children else (
                 children["query"], children["key"]
             )  # fmt: skip
-            wq, wk = q.weight.detach(), k.weight.detach()  # (H d, D), (H_kv d, D)
+            wq, wk = _weight(q), _weight(k)  # (H d, D), (H_kv d, D)
         elif "c_attn" in children:  # GPT-2 Conv1D: x @ W with W (D, 3D) = [q | k | v]
-            w = children["c_attn"].weight.detach().T  # (3D, D)
+            w = _weight(children["c_attn"]).T  # (3D, D)
             wq, wk = w[: H * d], w[H * d : 2 * H * d]
         elif "query_key_value" in children:  # GPT-NeoX: per head [q, k, v] rows
-            w = children["query_key_value"].weight.detach().view(H, 3, d, -1)
+            w = _weight(children["query_key_value"]).view(H, 3, d, -1)
             wq, wk = w[:, 0].reshape(H * d, -1), w[:, 1].reshape(H * d, -1)
         else:
             continue
@@ -256,6 +264,7 @@ def sd_heads(model: GPT, share: float = 0.9) -> pd.DataFrame:
             continue
         with torch.no_grad():
             attn = block.attn
+            assert isinstance(attn, SDAttention)  # the layers with routing_filtering
             S, D, L = (
                 t.float().cpu() for t in (attn.routing(), attn.filtering(), attn.interaction_matrices())
             )
@@ -291,6 +300,7 @@ def sd_truncated(model: GPT, part: Literal["filtering", "routing"]) -> GPT:
             attn = block.attn
             if not attn.routing_filtering:
                 continue
+            assert isinstance(attn, SDAttention)  # the layers with routing_filtering
             if part == "routing":
                 attn.routing_a.zero_()
             elif part == "filtering":
@@ -333,7 +343,7 @@ def override_forms(model: GPT, forms: dict[int, HeadForms]) -> Iterator[None]:
     coordinates), score = (u_i^T core) u_j, mixed by the fused kernel. Only position-free layers (learned
     positions, no projection biases) have a single model-space form, so RoPE layers and biased projections
     are refused. A ``capture`` dict passed to such a layer still holds its own, unmodified intermediates."""
-    handles = []
+    handles: list[RemovableHandle] = []
 
     def make_hook(form: HeadForms):
         def hook(module: CausalSelfAttention, args: tuple, out: torch.Tensor) -> torch.Tensor:

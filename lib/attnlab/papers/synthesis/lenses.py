@@ -199,12 +199,12 @@ def faithfulness_curves(
                     ]
                     with intervene(model, {layer: (~torch.cat(zero)).float()}):
                         nll = window_nll(model(stacked)[0], stacked).view(len(fractions), -1)  # (F, B)
-                    nll = nll.tolist()
+                    per_window = nll.tolist()
                     for k, f in enumerate(fractions):
                         for b in range(len(ids)):
                             rows.append({
                                 "window": start + b, "layers": f"layer {layer}", "scope": "head",
-                                "mode": mode, "measure": measure, "fraction": f, "nll": nll[k][b],
+                                "mode": mode, "measure": measure, "fraction": f, "nll": per_window[k][b],
                                 "clean_nll": clean[b], "tokens": ids.shape[1] - 1,
                             })  # fmt: skip
     model.train()

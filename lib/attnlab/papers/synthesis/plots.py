@@ -149,7 +149,8 @@ def faithfulness(areas: pd.DataFrame, kinds: list[str]) -> plt.Figure:
         data = areas[areas["mode"] == mode]
         for k, (measure, (label, concept)) in enumerate(RANKINGS.items()):
             offset = (k - (len(RANKINGS) - 1) / 2) * width
-            means, errors = [], [[], []]
+            means: list[float] = []
+            errors: list[list[float]] = [[], []]
             for kind in kinds:
                 seeds = data.loc[(data["kind"] == kind) & (data["measure"] == measure), "area"].tolist()
                 est = mean_interval(seeds)

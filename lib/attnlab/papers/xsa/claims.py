@@ -118,7 +118,7 @@ def verdict_similarity_bias(
     layer and seed the margin cos(y_i, v_i) - max(cos(v_i, v_j), 0) (above the values' similarity and above
     zero), judged by :func:`~attnlab.runner.verdicts.every_unit` above 0 over the layers."""
     if set(cos_yv) != set(cos_vv):
-        raise ValueError(f"the layers differ: {sorted(cos_yv)} vs {sorted(cos_vv)}")
+        raise ValueError(f"the layers differ: {sorted(cos_yv, key=str)} vs {sorted(cos_vv, key=str)}")
     margins = {
         layer: paired(cos_yv[layer], {s: max(float(v), 0.0) for s, v in cos_vv[layer].items()})
         for layer in cos_yv
@@ -318,7 +318,7 @@ def _per_layer(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return frame.groupby(["seed", "layer"])[metric].mean().unstack("layer")
 
 
-def _layers(wide: pd.DataFrame) -> dict[str, dict[Hashable, float]]:
+def _layers(wide: pd.DataFrame) -> dict[Hashable, dict[Hashable, float]]:
     """``{"layer l": {seed: value}}`` of a seed x layer table."""
     return {f"layer {layer}": _by_seed(wide[layer]) for layer in wide.columns}
 
@@ -405,7 +405,9 @@ def _claims_fig3(exp: XSAExperiment, curves: pd.DataFrame) -> list[Claim]:
         # "throughout": every evaluation after warm-up, each judged on its per-seed gaps
         warmup = exp.preset.sizes[size].train.warmup_steps
         g = gaps[(gaps["size"] == size) & (gaps["kind"] == "xsa") & (gaps["step"] > warmup)]
-        by_step = {f"step {step}": s["gap"].tolist() for step, s in g.groupby("step")}
+        by_step: dict[Hashable, list[float]] = {
+            f"step {step}": s["gap"].tolist() for step, s in g.groupby("step")
+        }
         mean_gap = g.groupby("step")["gap"].mean()
         throughout = verdict_below_throughout(by_step)
         claims.append(Claim(
@@ -486,7 +488,7 @@ def _gaps(frame: pd.DataFrame, axis: str) -> pd.DataFrame:
     return (wide["xsa"] - wide["sa"]).unstack(axis)
 
 
-def _by_setting(gaps: pd.DataFrame, label: str) -> dict[str, list[float]]:
+def _by_setting(gaps: pd.DataFrame, label: str) -> dict[Hashable, list[float]]:
     """``{label with the setting: [gap per seed]}`` of a seed x setting table (seeds without a run left
     out)."""
     return {label.format(x): gaps[x].dropna().tolist() for x in gaps.columns}

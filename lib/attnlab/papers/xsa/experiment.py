@@ -61,7 +61,7 @@ Runs = dict[tuple, TrainResult]
 def _final_losses(run: TrainResult) -> dict[str, float]:
     """Final validation loss, and the mean training loss over the last evaluation interval."""
     h = run.history
-    last_interval = h["val_step"][-1] - h["val_step"][-2]
+    last_interval = int(h["val_step"][-1] - h["val_step"][-2])  # steps: whole numbers
     return {"train": statistics.fmean(h["train_loss"][-last_interval:]), "validation": h["val_loss"][-1]}
 
 
@@ -202,7 +202,8 @@ class XSAExperiment(PaperExperiment):
         if not s.lrs:
             return Grid(size, pd.DataFrame(columns=["kind", "seed", "lr", "train", "validation"]),
                         s.train.lr, (), False)  # fmt: skip
-        lrs, added = list(s.lrs), []
+        lrs = list(s.lrs)
+        added: list[float] = []
         seeds = self.seeds[: s.grid_seeds]
         while True:
             rows = [
@@ -257,7 +258,7 @@ class XSAExperiment(PaperExperiment):
         for (size, kind, seed), run in runs.items():
             h, per_step = run.history, run.timing["tokens_per_step"]
             prev = 0
-            for step, val in zip(h["val_step"], h["val_loss"], strict=True):
+            for step, val in zip(map(int, h["val_step"]), h["val_loss"], strict=True):  # whole steps
                 rows.append((size, kind, seed, step, step * per_step, "validation", val))
                 if step > 0:
                     train = statistics.fmean(h["train_loss"][prev:step])
@@ -366,7 +367,7 @@ class XSAExperiment(PaperExperiment):
         """Every training run of the notebook (Figs. 3-6), for :mod:`attnlab.runner.plan`: the preset's
         grids (not the extensions a search may add), and Figs. 3, 5, 6 at the preset's rate standing in for
         the best one (the cost does not depend on it)."""
-        specs = {}
+        specs: dict[str, RunSpec] = {}
         for size in self._tuned_sizes():
             s = self.preset.sizes[size]
             specs |= {
