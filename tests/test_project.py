@@ -108,3 +108,15 @@ def test_readme_overview_matches_the_committed_cpu_claims(monkeypatch):
     assert report.readme_block("cpu") in readme, "run: python -m attnlab.runner.report --scale cpu --readme"
     for image in re.findall(r"\]\((figures/[^)]+\.png)\)", readme):
         assert (ROOT / image).is_file(), image
+
+
+def test_lint_type_checks_the_whole_library():
+    """`make lint` (part of `make test`) runs mypy, and mypy's configuration covers the package and checks the
+    bodies of unannotated functions too: an annotation error anywhere in lib/attnlab fails the tests."""
+    makefile = (ROOT / "Makefile").read_text()
+    lint = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert re.search(r"^\t\$\(VENV\)/bin/mypy\b", lint, re.M)
+    mypy = PYPROJECT["tool"]["mypy"]
+    assert mypy["packages"] == ["attnlab"] and mypy["mypy_path"] == "lib"
+    assert mypy["check_untyped_defs"] is True
+    assert "test: $(STAMP) lint" in makefile
