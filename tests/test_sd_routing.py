@@ -251,11 +251,32 @@ def test_form_override_with_unchanged_forms_reproduces_the_model(kind):
     torch.testing.assert_close(W, W.transpose(-1, -2))
     filt = sa_truncated_forms(model, "filtering")[0]
     F_ = (filt.dense() + filt.dense().transpose(-1, -2)) / 2
-    assert effective_rank(F_).sub(filt.core.shape[-1]).abs().max() < 1e-6
+    assert effective_rank(F_).sub(filt.rank).abs().max() < 1e-6
     with pytest.raises(ValueError, match="RoPE"):
         rope = GPT(GPTConfig(n_layer=1, d_model=32, n_head=2, head_dim=8, pos="rope"))
         with override_forms(rope, {0: head_forms(*gpt_qk(rope.blocks[0].attn))}):
             pass
+
+
+def test_the_head_subspace_has_the_heads_own_dimension():
+    """Known answer: with shared query/key rows A (d x D) the form W = A^T L A reads a d-dimensional subspace,
+    so the filtering truncation is (tr F / d) times the projector onto the rows of A (a 2d basis from a QR
+    would put half of its projector outside that subspace and halve the scalar)."""
+    model = _trained_like("sd-shared")
+    wq, wk = gpt_qk(model.blocks[0].attn)
+    d = wk.shape[1]
+    forms = head_forms(wq, wk)
+    assert (forms.rank == d).all()
+    assert (head_forms(*gpt_qk(_trained_like("sa").blocks[0].attn)).rank == 2 * d).all()
+    A = wk.double()  # (H, d, D)
+    projector = A.transpose(-1, -2) @ torch.linalg.inv(A @ A.transpose(-1, -2)) @ A  # (H, D, D)
+    dense = forms.dense()
+    scalar = ((dense + dense.transpose(-1, -2)) / 2).diagonal(dim1=-2, dim2=-1).sum(-1) / d  # tr F / d
+    filt = sa_truncated_forms(model, "filtering")[0].dense()
+    F_ = (filt + filt.transpose(-1, -2)) / 2
+    torch.testing.assert_close(F_, scalar[:, None, None] * projector)
+    P = forms.basis @ forms.projector_core() @ forms.basis.transpose(-1, -2)
+    torch.testing.assert_close(P, projector)
 
 
 @pytest.mark.parametrize("kind", ["sd", "sd-shared"])

@@ -46,20 +46,29 @@ QK = tuple[torch.Tensor, torch.Tensor]  # (Wq (H, d, D), Wk (H_kv, d, D)) of one
 @dataclass(frozen=True)
 class HeadForms:
     """The bilinear forms W^h = Wq^h^T Wk^h (D x D) of a layer's H heads, held exactly in the subspace each
-    head reads: ``basis`` (H, D, r) has orthonormal columns spanning the rows of Wq^h and Wk^h
-    (r = min(D, 2d)), ``core`` (H, r, r) is basis^T W basis, and W = basis core basis^T. An orthonormal change
-    of basis keeps the symmetric/antisymmetric split, the Frobenius energies, the singular values and the
-    eigenvalues (up to zeros), so the statistics of W are computed on the r x r core."""
+    head reads: ``basis`` (H, D, r) has orthonormal columns spanning the rows of Wq^h and Wk^h, ``rank`` (H,)
+    of them (the dimension of that span, at most 2d: d when the query and key weights share their rows),
+    the remaining r - rank columns zero; ``core`` (H, r, r) is basis^T W basis, and W = basis core basis^T. An
+    orthonormal change of basis keeps the symmetric/antisymmetric split, the Frobenius energies, the singular
+    values and the eigenvalues (up to zeros), so the statistics of W are computed on the r x r core."""
 
     basis: torch.Tensor
     core: torch.Tensor
+    rank: torch.Tensor
 
     def dense(self) -> torch.Tensor:
         """W per head, (H, D, D)."""
         return self.basis @ self.core @ self.basis.transpose(-1, -2)
 
     def replace_core(self, core: torch.Tensor) -> HeadForms:
-        return HeadForms(self.basis, core)
+        return HeadForms(self.basis, core, self.rank)
+
+    def projector_core(self) -> torch.Tensor:
+        """The projector onto each head's subspace in core coordinates, (H, r, r): diag(1, .., 1, 0, .., 0)
+        with ``rank`` ones."""
+        r = self.core.shape[-1]
+        inside = torch.arange(r) < self.rank[:, None]  # (H, r)
+        return torch.diag_embed(inside.to(self.core.dtype))
 
 
 def _expand_keys(wq: torch.Tensor, wk: torch.Tensor) -> torch.Tensor:
@@ -72,11 +81,22 @@ def _expand_keys(wq: torch.Tensor, wk: torch.Tensor) -> torch.Tensor:
 
 def head_forms(wq: torch.Tensor, wk: torch.Tensor) -> HeadForms:
     """Forms of the heads with query weights ``wq`` (H, d, D) and key weights ``wk`` (H_kv, d, D); query head
-    h reads key head h // (H / H_kv)."""
+    h reads key head h // (H / H_kv).
+
+    The basis is rank-revealing: the left singular vectors of [Wq^T Wk^T] (D x 2d) whose singular values
+    exceed numpy's matrix_rank tolerance for the weights' own precision (largest x max(D, 2d) x eps of their
+    dtype: rows that agree to float32 rounding span one direction). A QR of that matrix would give 2d columns
+    even when its rank is d (shared query/key rows), and half of its projector would lie outside the head's
+    subspace."""
+    eps = torch.finfo(wq.dtype).eps
     wq, wk = wq.double(), _expand_keys(wq, wk).double()
-    basis, _ = torch.linalg.qr(torch.cat((wq, wk), dim=1).transpose(-1, -2))  # (H, D, r)
+    rows = torch.cat((wq, wk), dim=1).transpose(-1, -2)  # (H, D, 2d)
+    U, S, _ = torch.linalg.svd(rows, full_matrices=False)  # U (H, D, r), S (H, r) descending
+    tol = S[:, :1] * max(rows.shape[-2:]) * eps
+    inside = S > tol  # (H, r): the directions that span the head's subspace
+    basis = U * inside[:, None, :]
     core = (wq @ basis).transpose(-1, -2) @ (wk @ basis)  # (H, r, r)
-    return HeadForms(basis, core)
+    return HeadForms(basis, core, inside.sum(-1))
 
 
 #: The rank measures of a routing matrix, by column suffix: the entropy effective rank, the stable rank, the
@@ -313,9 +333,10 @@ def sd_truncated(model: GPT, part: Literal["filtering", "routing"]) -> GPT:
 
 def sa_truncated_forms(model: GPT, part: Literal["filtering", "routing"]) -> dict[int, HeadForms]:
     """The matching truncations of a standard head's model-space form W = R + F, for every softmax layer: the
-    ``"filtering"`` part F replaced by its mean eigenvalue on the head's subspace times the projector onto
-    it, W' = R + (tr F / r) basis basis^T (the analogue of D -> mean(D) I in the r <= 2d dimensions the head
-    reads), or the ``"routing"`` part removed, W' = F. Apply with ``override_forms``."""
+    ``"filtering"`` part F replaced by its mean eigenvalue on the head's subspace times the projector onto it,
+    W' = R + (tr F / r) P, r the subspace's dimension (``HeadForms.rank``: 2d, or d with shared query and key
+    rows) and P its projector (the analogue of D -> mean(D) I in the r dimensions the head reads), or the
+    ``"routing"`` part removed, W' = F. Apply with ``override_forms``."""
     out = {}
     for i, block in enumerate(model.blocks):
         if not block.attn.bilinear_scores:
@@ -326,9 +347,8 @@ def sa_truncated_forms(model: GPT, part: Literal["filtering", "routing"]) -> dic
         if part == "routing":
             core = F_
         elif part == "filtering":
-            r = M.shape[-1]
-            mean = F_.diagonal(dim1=-2, dim2=-1).sum(-1) / r  # (H,)
-            core = R + mean[:, None, None] * torch.eye(r, dtype=M.dtype)
+            mean = F_.diagonal(dim1=-2, dim2=-1).sum(-1) / forms.rank  # (H,): tr F / the subspace's dimension
+            core = R + mean[:, None, None] * forms.projector_core()
         else:
             raise ValueError(f"part must be 'filtering' or 'routing', got {part!r}")
         out[i] = forms.replace_core(core)
