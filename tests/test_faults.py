@@ -227,7 +227,7 @@ def test_a_flipped_byte_in_the_converted_smollm2_checkpoint_is_caught(tmp_path, 
         pass
 
     monkeypatch.setattr(hf, "data_dir", lambda: tmp_path)
-    folder = tmp_path / hf.SMOLLM2_CHECKPOINT
+    folder = tmp_path / hf.PRETRAINED["smollm2"].folder
     folder.mkdir()
     weights = folder / "model.safetensors"
     weights.write_bytes(bytes(range(256)) * 64)
@@ -235,7 +235,7 @@ def test_a_flipped_byte_in_the_converted_smollm2_checkpoint_is_caught(tmp_path, 
     marker = {"archive_sha256": artifacts.get("smollm2").sha256, "member": hf.SMOLLM2_GGUF,
               "transformers": hf.transformers_version, "files": files}  # fmt: skip
     (folder / hf.CHECKPOINT_MARKER).write_text(json.dumps(marker))
-    monkeypatch.setattr(hf, "smollm2_gguf", lambda: (_ for _ in ()).throw(Rebuilt()))
+    monkeypatch.setattr(hf, "_convert_gguf", lambda *a: (_ for _ in ()).throw(Rebuilt()))
     assert hf.smollm2_checkpoint() == folder  # as converted: used, the GGUF not touched
     data = bytearray(weights.read_bytes())
     data[1000] ^= 0x01  # one bit, same size

