@@ -241,23 +241,55 @@ def test_anti_aligned_needs_the_sink_below_zero_and_below_its_controls():
     v = cwc.verdict_anti_aligned(
         _windows([0.1, 0.2, 0.1, 0.15]), {"position 5": _windows([0.3, 0.4, 0.3, 0.3])}
     )
-    assert v.word == DOES_NOT_HOLD and v.why.startswith("sink cosine < 0")
+    assert v.word == DOES_NOT_HOLD and v.why.startswith("sink cosine < -0.1")
     v = cwc.verdict_anti_aligned(sink, {"position 5": _windows([-0.1, -0.4, 0.0, -0.3])})
     assert v.word == INCONCLUSIVE and v.why.startswith("sink < position 5 undecided")
 
 
+def test_a_slightly_negative_near_orthogonal_sink_is_not_anti_aligned():
+    """The cpu run: a sink cosine of -0.041 with a tight interval, the controls at +0.18 and +0.20. The sink
+    is below 0 and below its controls, but inside the near-orthogonal margin: "does not hold", not "holds"."""
+    sink = _windows([-0.041 + 0.01 * x for x in (-1.2, 0.4, 0.9, -0.3, 0.2, -0.6, 1.1, -0.5)])
+    controls = {"position 5": {w: c + 0.22 for w, c in sink.items()},
+                "position 24": {w: c + 0.24 - 0.005 * w for w, c in sink.items()}}  # fmt: skip
+    assert cwc.verdict_anti_aligned(sink, {}).word == DOES_NOT_HOLD  # the sink alone decides it
+    v = cwc.verdict_anti_aligned(sink, controls)
+    assert v.word == DOES_NOT_HOLD and v.why.startswith(f"sink cosine < -{cwc.ANTI_ALIGNMENT:g}")
+    assert "inside the margin" in v.why and v.margin == cwc.ANTI_ALIGNMENT
+    assert v.estimate == pytest.approx(-0.041, abs=1e-3) and v.high < 0  # below 0, yet not anti-aligned
+    assert v.detectable > cwc.ANTI_ALIGNMENT  # the smallest effect of interest is part of what it must clear
+    # a sink clearly past the margin holds; one whose interval straddles -0.1 is undecided
+    assert cwc.verdict_anti_aligned({w: c - 0.2 for w, c in sink.items()}, controls).word == HOLDS
+    wide = _windows([-0.02, -0.2, -0.05, -0.18, -0.1, -0.12, -0.03, -0.15])
+    assert cwc.verdict_anti_aligned(wide, {}).word == INCONCLUSIVE
+
+
+def test_alignment_words_say_what_was_measured():
+    assert cwc.alignment_words(-0.041).startswith("slightly negative, near-orthogonal (92.3 degrees")
+    assert cwc.alignment_words(0.05).startswith("slightly positive, near-orthogonal")
+    assert cwc.alignment_words(-0.3).startswith("anti-aligned (107.5 degrees")
+    assert cwc.alignment_words(0.182).startswith("aligned (79.5 degrees")
+    assert cwc.alignment_words(-cwc.ANTI_ALIGNMENT).startswith("anti-aligned")
+    assert 0.05 <= cwc.ANTI_ALIGNMENT <= 0.125  # near-orthogonal, below a random pair's 1 / sqrt(64) spread
+
+
 def test_anti_aligned_pairs_by_window():
-    sink = _windows([-0.1, -0.5, -0.2, -0.6, -0.3])
-    control = _windows([-0.05, -0.45, -0.14, -0.55, -0.26])  # each window's control a little above the sink
+    sink = _windows([-0.3, -0.7, -0.4, -0.8, -0.5])  # past the margin in every window
+    control = _windows([-0.25, -0.65, -0.34, -0.75, -0.46])  # each window's control a little above the sink
     assert cwc.verdict_anti_aligned(sink, {"p": control}).word == HOLDS
     misaligned = dict(zip(control, reversed(control.values()), strict=True))  # controls of other windows
     assert cwc.verdict_anti_aligned(sink, {"p": misaligned}).word != HOLDS
 
 
 def test_convex_minimum_is_a_share_against_the_majority():
+    """The majority of heads is judged by the share rule's Wilson interval, never by the share's side of 0.5:
+    the cpu run's 134 of 270 (0.496, one head short of half) is inconclusive, and so is 136 of 270 (0.504)."""
     v = cwc.verdict_convex_minimum(134, 270)  # the cpu run: 0.496, interval around 0.5
     assert (v.word, v.rule, v.null, v.n) == (INCONCLUSIVE, SHARE, 0.5, 270)
     assert v.low < 0.5 < v.high and v.estimate == pytest.approx(134 / 270)
+    assert (round(v.low, 3), round(v.high, 3)) == (0.437, 0.556)
+    assert v.detectable == pytest.approx(0.0852, abs=1e-3) and "detectable" in v.why
+    assert cwc.verdict_convex_minimum(136, 270).word == INCONCLUSIVE  # one head over half: still undecided
     assert cwc.verdict_convex_minimum(180, 270).word == HOLDS
     assert cwc.verdict_convex_minimum(100, 270).word == DOES_NOT_HOLD
     assert cwc.verdict_convex_minimum(4, 6).word == INCONCLUSIVE  # 2/3 of six heads: too few to say
@@ -400,6 +432,45 @@ def test_claims_table_on_hand_built_results():
     assert rows[12].verdict.why.startswith("PPL rises: one perplexity per state")  # one pooled PPL
     assert rows[12].verdict.estimate == 10.0  # the perplexity rises by 10
     assert all(r.verdict.rule for r in rows)
+
+
+def test_rows_say_per_condition_what_the_test_could_detect():
+    """Every faithfulness condition prints each step's detectable effect, and every downstream task each
+    comparison's difference and detectable effect in accuracy points (the review: a test on 100 items cannot
+    see a 3-point difference, and the row must say so)."""
+    exp = cw.configure(scale="cpu", device="cpu")
+    evidence = _evidence()
+    rows = exp.claims(**_by_keyword(evidence))
+    faith = rows[2]  # pretrained, per head, comprehensiveness: 2 layer sets x 2 steps
+    assert faith.ours.count("detectable ") == 4
+    curves = evidence.pretrained_curves
+    sub = curves[(curves["scope"] == "head") & (curves["layers"] == "layer 1")]
+    areas = cwc.window_areas(curves, log=True).xs(
+        ("brown", "layer 1", "head", "comprehensiveness"), level=["text", "layers", "scope", "mode"]
+    )
+    _, parts = cwc.faithfulness_condition(sub, areas, "comprehensiveness", "contribution")
+    first = next(iter(parts.values()))
+    assert f"brown layer 1: {cwc._interval(first)}, detectable {first.detectable:.2f}" in faith.ours
+    down = next(r for r in rows if r.figure == "downstream")
+    # top zeroed: contribution weights cost the 20 even items their credit, raw attention none: +50 points;
+    # s = 0.506 over 40 items, so the detectable effect is (t_.975 + t_.80) s / sqrt(40) = 23.0 points
+    assert "comprehensiveness vs raw attention +50.0 [+33.8, +66.2], detectable 23.0" in down.ours
+    assert down.ours.count("detectable ") == 2 * 4  # two tasks x four comparisons
+
+
+def test_anti_alignment_row_reports_the_effect_size_as_measured():
+    exp = cw.configure(scale="cpu", device="cpu")
+    row = next(r for r in exp.claims(**_by_keyword(_evidence())) if "anti-aligned" in r.claim)
+    assert f"below -{cwc.ANTI_ALIGNMENT:g}" in row.claim  # the margin is stated in the claim
+    # the sink's mean cosine, -0.27 (windows at -0.3 + 0.02 w), with its interval and its reading
+    assert "sink (p = 0) -0.270 [" in row.ours and "anti-aligned (105.7 degrees)" in row.ours
+    assert "position 5 +0." in row.ours and row.ours.count("sink minus it") == 2
+    sinks = _sinks()
+    sinks["positions"] = sinks["positions"].assign(
+        cosine=lambda f: f["cosine"].where(f["position"] != 0, -0.04 + 0.001 * f["window"])
+    )
+    row = next(r for r in exp.claims(**_by_keyword(_evidence(sinks=sinks))) if "anti-aligned" in r.claim)
+    assert "slightly negative, near-orthogonal" in row.ours and row.verdict.word == DOES_NOT_HOLD
 
 
 def test_claims_table_gates_saturation_and_chance():

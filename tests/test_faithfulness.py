@@ -288,3 +288,100 @@ def test_faithfulness_settings_are_notebook_parameters():
     for params, key in bad:
         with pytest.raises(ParameterError, match=f"^{key}"):
             cw.configure(scale="cpu", **params)
+
+
+# --- the figures -------------------------------------------------------------------------------------------
+
+
+def _area_curves() -> pd.DataFrame:
+    """Per-window curves of two text sets x two layer sets x both scopes, each measure's curve a line whose
+    slope is its rank (contribution weights steepest), so every panel's bars are known."""
+    from attnlab.papers.contribution_weights.presets import RANKINGS
+
+    rows = []
+    for text in ("brown", "math"):
+        for layers in ("layer 5", "layers 5+15"):
+            for scope in ("head", "joint"):
+                for mode, measures in RANKINGS.items():
+                    for r, m in enumerate(measures):
+                        for w in range(3):
+                            for f in (0.0, 0.5, 1.0):
+                                rows.append({"text": text, "layers": layers, "scope": scope, "mode": mode,
+                                             "measure": m, "window": w, "fraction": f,
+                                             "delta_ppl": (1 + r) * f * (1 + 0.1 * w)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_areas_figure_has_one_panel_per_scope_mode_and_text_with_every_measure_in_the_legend():
+    import matplotlib.pyplot as plt
+
+    from attnlab.papers.contribution_weights import plots
+    from attnlab.papers.contribution_weights.presets import MEASURE_LABELS, RANKINGS
+
+    curves = _area_curves()
+    fig = plots.areas(curves, log=True)
+    axes = fig.get_axes()
+    assert len(axes) == 2 * 2 * 2  # (head, joint) x (comprehensiveness, sufficiency) rows, 2 text sets
+    titles = [ax.get_title() for ax in axes]
+    assert titles[0].startswith("brown, ranked per head: comprehensiveness") and "higher" in titles[0]
+    assert titles[3].startswith("math, ranked per head: sufficiency") and "lower" in titles[3]
+    # each panel: one bar per (layer set, measure); the bars are the per-window areas' means
+    suff = axes[3]
+    assert len(suff.patches) == 2 * len(RANKINGS["sufficiency"])
+    expected = window_areas(curves, log=True).xs(
+        ("math", "layer 5", "head", "sufficiency", "contribution"),
+        level=["text", "layers", "scope", "mode", "measure"],
+    )
+    heights = sorted(round(p.get_height(), 6) for p in suff.patches)
+    assert round(float(expected.mean()), 6) in heights
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert set(labels) == {MEASURE_LABELS[m] for m in RANKINGS["sufficiency"]} | {"95% interval over windows"}
+    plt.close(fig)
+
+
+def test_cost_figure_labels_both_implementations_and_says_where_naive_stops():
+    import matplotlib.pyplot as plt
+
+    from attnlab.papers.contribution_weights import plots
+
+    nan = float("nan")
+    rows = [("contribution_weights", T, 0.01 * T, 0.001 * T) for T in (128, 256, 512, 1024)]
+    rows += [
+        ("naive", 128, 0.5, 0.3),
+        ("naive", 256, 2.0, 1.4),
+        ("naive", 512, nan, nan),
+        ("naive", 1024, nan, nan),
+    ]
+    frame = pd.DataFrame(rows, columns=["impl", "T", "seconds", "peak_gb"])
+    fig = plots.cost(frame, max_gb=1.5)
+    title = fig._suptitle.get_text()
+    assert "naive run at T = 128, 256;" in title and "skipped at T = 512, 1024" in title and "1.5 GB" in title
+    for ax in fig.get_axes():
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert len(labels) == 2 and labels[1].startswith("naive")
+        assert len(ax.get_lines()[1].get_xdata()) == 2  # the naive line has its two lengths
+    plt.close(fig)
+    one = frame[(frame["impl"] != "naive") | (frame["T"] != 256)]
+    fig = plots.cost(one, max_gb=1.5)
+    assert "T = 128 only (one point)" in fig._suptitle.get_text()
+    plt.close(fig)
+
+
+def test_cpu_downstream_uses_every_offline_item_with_two_or_more_choices():
+    """The review: 100 items per task could not see a 3-point difference; the cpu preset takes every item
+    available offline, and an item with one choice (answered right whatever the model does) is set aside."""
+    from attnlab.data.tasks import load_task
+    from attnlab.papers.contribution_weights import PRESETS
+    from attnlab.papers.contribution_weights.experiment import task_items
+
+    assert PRESETS["cpu"].task_limit is None and PRESETS["smoke"].task_limit == 1
+    every = load_task("sva_linzen")
+    kept = task_items("sva_linzen", None)
+    assert len(kept) == len(every) - 1 == 499 and all(len(item.choices) >= 2 for item in kept)
+    assert len(task_items("sva_linzen", 100)) == 100  # the single-choice item lies past the first 100
+    naive_ok = [
+        T
+        for T in PRESETS["cpu"].bench_lengths
+        if 9 * T * T * 576 * 4 / 1e9 <= PRESETS["cpu"].bench_naive_max_gb
+    ]
+    assert len(naive_ok) >= 2  # the cost figure's naive line has more than one point at cpu scale

@@ -2,6 +2,7 @@
 cone and cosine summaries on hand-made inputs."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -105,3 +106,51 @@ def test_binned_minimum_finds_an_interior_dip_and_rejects_monotone_or_shallow_cu
     assert len(v_shape["bin_rate"]) == 10 and np.all(np.diff(v_shape["bin_rate"]) > 0)
     with pytest.raises(ValueError):
         binned_minimum(rate[:15], rate[:15])
+
+
+def _fits(heads: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = []
+    for h in range(heads):
+        rate = rng.uniform(0, 1, 200)
+        norm = np.sqrt((rate - 0.4) ** 2 + 0.1) + 0.01 * rng.normal(size=200)
+        rows.append({"layer": 0, "head": h, **convex_fit(rate, norm), **binned_minimum(rate, norm),
+                     "rate_sample": rate, "norm_sample": norm})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_sink_rate_figure_labels_every_line():
+    import matplotlib.pyplot as plt
+
+    from attnlab.papers.contribution_weights import plots
+
+    fits = _fits()
+    fig = plots.sink_rate_vs_norm(fits, n_heads=2)
+    head, hist = fig.get_axes()[0], fig.get_axes()[-1]
+    labels = [t.get_text() for t in head.get_legend().get_texts()]
+    assert set(labels) == {
+        "binned mean ||o|| (the test)",
+        "quadratic fit of ||o||^2, square root (picture only)",
+        "the fit's minimum (vertex)",
+        "queries (sample)",
+    }
+    assert head.get_title().endswith(": interior minimum")  # the toy dip at 0.4 is interior
+    assert {t.get_text() for t in hist.get_legend().get_texts()} == {
+        "minimum inside (0, 1)", "heads (clipped to +-0.5)"}  # fmt: skip
+    plt.close(fig)
+
+
+def test_sink_cosine_figure_shows_the_near_orthogonal_margin():
+    import matplotlib.pyplot as plt
+
+    from attnlab.papers.contribution_weights import plots
+    from attnlab.papers.contribution_weights.claims import ANTI_ALIGNMENT
+
+    cosines = pd.DataFrame({"layer": [0, 1], "sample": [[-0.1, 0.05], [0.0, -0.02]]})
+    positions = pd.DataFrame([{"layer": layer, "window": w, "position": p, "cosine": -0.04 if p == 0 else 0.2}
+                              for layer in (0, 1) for w in (0, 1) for p in (0, 5)])  # fmt: skip
+    fig = plots.sink_cosines(cosines, positions)
+    right = fig.get_axes()[1]
+    labels = [t.get_text() for t in right.get_legend().get_texts()]
+    assert f"near-orthogonal, |cos| < {ANTI_ALIGNMENT:g}" in labels and "sink (p = 0)" in labels
+    plt.close(fig)

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from attnlab.data.corpora import load_corpus
-from attnlab.data.tasks import answer_text, load_task
+from attnlab.data.tasks import MultipleChoice, answer_text, load_task
 from attnlab.errors import ParameterError
 from attnlab.hf import TextModel, capture, check_model_name, load_text_model, value_scale
 from attnlab.metrics import contribution_weights
@@ -100,8 +100,8 @@ class ContributionExperiment(PaperExperiment):
             f"scale {self.scale}: model {self.model}; {p.windows} windows of {p.window} tokens per text set "
             f"({', '.join(self.text_sets)}); interventions in {p.layers} evenly spaced layers one at a time "
             "and "
-            f"together; fractions {list(p.fractions)}; downstream {list(self.tasks)} ({p.task_limit} items "
-            "each)"
+            f"together; fractions {list(p.fractions)}; downstream {list(self.tasks)} ("
+            f"{'every offline' if p.task_limit is None else p.task_limit} items each)"
         )
 
     @property
@@ -229,7 +229,7 @@ class ContributionExperiment(PaperExperiment):
             def compute(task: str = task) -> dict:
                 lm = self.lm
                 layers = list(self.layer_sets(lm.n_layers).values())[-1]  # the layers together
-                items = load_task(task, limit=p.task_limit)
+                items = task_items(task, p.task_limit)
                 frame = choice_accuracy(lm, items, settings, layers, "joint", p.batch_size * 2, task)
                 return frame.to_dict("list")
 
@@ -403,6 +403,13 @@ class ContributionExperiment(PaperExperiment):
         from attnlab.papers.contribution_weights import claims as paper_claims  # judged after computing
 
         return paper_claims.claims(self, sinks, curves, downstream, own_curves)
+
+
+def task_items(task: str, limit: int | None) -> list[MultipleChoice]:
+    """The first ``limit`` items of a downstream task (None: every item available offline), without the
+    items that offer fewer than two choices: they are answered right whatever the model does, and so say
+    nothing about an intervention (sva_linzen holds one)."""
+    return [item for item in load_task(task, limit=limit) if len(item.choices) > 1]
 
 
 def _pool_cosines(rows: list[dict]) -> dict:

@@ -7,8 +7,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.artist import Artist
 from matplotlib.colors import TwoSlopeNorm
 
+from attnlab.papers.contribution_weights.claims import ANTI_ALIGNMENT
 from attnlab.papers.contribution_weights.faithfulness import window_areas
 from attnlab.papers.contribution_weights.presets import MEASURE_LABELS, RANKINGS
 from attnlab.runner.stats import estimate
@@ -82,37 +84,48 @@ def faithfulness(curves: pd.DataFrame, scope: str) -> plt.Figure:
     return fig
 
 
+def _area_panel(ax: plt.Axes, sub: pd.Series, mode: str, log: bool) -> None:
+    """One panel of :func:`areas`: per layer set (x), a bar per measure with its 95% interval over windows."""
+    groups = list(dict.fromkeys(sub.index.get_level_values("layers")))
+    measures = RANKINGS[mode]
+    width = 0.8 / len(measures)
+    for k, m in enumerate(measures):
+        est = [estimate(sub.xs((lay, m), level=["layers", "measure"]).to_list()) for lay in groups]
+        x = np.arange(len(groups)) + (k - (len(measures) - 1) / 2) * width
+        ax.bar(x, [e.mean for e in est], width, color=MEASURE_COLORS[m], label=MEASURE_LABELS[m],
+               hatch="//" if m == "contribution_abs" else None, edgecolor="white")  # fmt: skip
+        err = [[e.mean - e.low for e in est], [e.high - e.mean for e in est]]
+        ax.errorbar(x, [e.mean for e in est], yerr=err, fmt="none", ecolor="k", lw=0.8,
+                    label="95% interval over windows" if k == 0 else None)  # fmt: skip
+    ax.set_xticks(np.arange(len(groups)), groups, fontsize=8)
+    ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+    ax.set(xlabel="layers intervened on", ylabel="area, log(1 + dPPL)" if log else "area, dPPL")
+
+
 def areas(curves: pd.DataFrame, log: bool = True) -> plt.Figure:
-    """Area under the delta-PPL curves (log scale by default, the one the claims use), mean over windows
-    with 95% intervals: one panel per (scope, mode), bars grouped by text set and layer set."""
+    """The faithfulness areas (paper: the delta-PPL curves' ordering, raw < value-weighted < contribution):
+    area under each window's curve (log scale by default, the one the claims use), mean over windows with
+    95% intervals. One message per panel: a row per (ranking scope, mode), a column per text set; in each,
+    the measures side by side per layer set, so the panel reads as "does contribution weights' bar stand
+    highest (comprehensiveness) or lowest (sufficiency)?". Every bar and the interval are in the legend."""
     per_window = window_areas(curves, log)
-    panels = [(scope, mode) for scope in dict.fromkeys(curves["scope"]) for mode in RANKINGS]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
-    for ax, (scope, mode) in zip(axes[0], panels, strict=True):
-        sub = per_window.xs((scope, mode), level=["scope", "mode"])
-        groups = list(
-            dict.fromkeys(
-                zip(sub.index.get_level_values("text"), sub.index.get_level_values("layers"), strict=True)
-            )
-        )
-        width = 0.8 / len(RANKINGS[mode])
-        for k, m in enumerate(RANKINGS[mode]):
-            est = [
-                estimate(sub.xs((t, lay, m), level=["text", "layers", "measure"]).to_list())
-                for t, lay in groups
-            ]
-            x = np.arange(len(groups)) + (k - (len(RANKINGS[mode]) - 1) / 2) * width
-            ax.bar(x, [e.mean for e in est], width, color=MEASURE_COLORS[m], label=MEASURE_LABELS[m],
-                   hatch="//" if m == "contribution_abs" else None, edgecolor="white")  # fmt: skip
-            err = [[e.mean - e.low for e in est], [e.high - e.mean for e in est]]
-            ax.errorbar(x, [e.mean for e in est], yerr=err, fmt="none", ecolor="k", lw=0.8)
-        ax.set_xticks(np.arange(len(groups)), [f"{t}\n{lay}" for t, lay in groups], rotation=60, fontsize=7)
-        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
-        ax.set(
-            title=f"{'per head' if scope == 'head' else 'joint'}: {mode}",
-            ylabel="area, log(1 + dPPL)" if log else "area, dPPL",
-        )
-    axes[0, -1].legend(fontsize=7)
+    rows = [(scope, mode) for scope in dict.fromkeys(curves["scope"]) for mode in RANKINGS]
+    texts = list(dict.fromkeys(curves["text"]))
+    fig, axes = plt.subplots(
+        len(rows), len(texts), figsize=(4.6 * len(texts), 3.0 * len(rows)), squeeze=False
+    )
+    for row, (scope, mode) in zip(axes, rows, strict=True):
+        for ax, text in zip(row, texts, strict=True):
+            _area_panel(ax, per_window.xs((text, scope, mode), level=["text", "scope", "mode"]), mode, log)
+            better = "higher" if mode == "comprehensiveness" else "lower"
+            ranked = "ranked per head" if scope == "head" else "ranked jointly"
+            ax.set_title(f"{text}, {ranked}: {mode}\n({better} = more faithful)", fontsize=9)
+    by_label: dict[str, Artist] = {}
+    for ax in axes.flat:  # every measure once, whichever panel drew it
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            by_label.setdefault(label, handle)
+    fig.legend(list(by_label.values()), list(by_label), loc="lower center", ncol=len(by_label), fontsize=8,
+               bbox_to_anchor=(0.5, 1.0))  # fmt: skip
     fig.tight_layout()
     return fig
 
@@ -163,57 +176,71 @@ def decomposition(frame: pd.DataFrame) -> plt.Figure:
 
 
 def sink_cosines(cosines: pd.DataFrame, positions: pd.DataFrame) -> plt.Figure:
-    """Left: distribution of cos(v~_sink, v~_j) (pooled sample). Right: per layer, the mean cos(v~_p, v~_j)
-    of the sink (p = 0) and of the control positions."""
+    """The paper's sink analysis ("the sink's values are anti-aligned with the others'"). Left: distribution
+    of cos(v~_sink, v~_j) (pooled sample). Right: per layer, the mean cos(v~_p, v~_j) of the sink (p = 0) and
+    of the control positions. The grey band is the near-orthogonal margin +-``claims.ANTI_ALIGNMENT``: a claim
+    of anti-alignment needs the sink below it."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
     sample = np.concatenate([np.asarray(s) for s in cosines["sample"]])
-    left.hist(sample, bins=60, color="#4c72b0")
-    left.axvline(0, color="k", lw=1)
+    left.hist(sample, bins=60, color="#4c72b0", label="pairs (sink, token j)")
+    left.axvline(0, color="k", lw=1, label="orthogonal (cos 0)")
+    left.axvspan(-ANTI_ALIGNMENT, ANTI_ALIGNMENT, color="0.85", zorder=-1, label="near-orthogonal margin")
     left.set(title="cos(v~_sink, v~_j), all layers and heads", xlabel="cosine", ylabel="count (sample)")
+    left.legend(fontsize=7)
     for (p, sub), marker in zip(positions.groupby("position"), "osD^", strict=False):
         by = sub.groupby("layer")["cosine"].mean()
-        right.plot(
-            by.index,
-            by.to_numpy(),
-            marker=marker,
-            ms=4,
-            label="sink (p = 0)" if p == 0 else f"control p = {p}",
-        )
-    right.axhline(0, color="k", lw=0.8)
+        label = "sink (p = 0)" if p == 0 else f"control p = {p}"
+        right.plot(by.index, by.to_numpy(), marker=marker, ms=4, label=label)
+    right.axhline(0, color="k", lw=0.8, label="orthogonal (cos 0)")
+    right.axhspan(-ANTI_ALIGNMENT, ANTI_ALIGNMENT, color="0.85", zorder=-1,
+                  label=f"near-orthogonal, |cos| < {ANTI_ALIGNMENT:g}")  # fmt: skip
     right.set(title="mean cos(v~_p, v~_j) per layer", xlabel="layer", ylabel="mean cosine")
-    right.legend(fontsize=8)
+    right.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
+def _sink_head_panel(ax: plt.Axes, head: pd.Series) -> None:
+    """One head of :func:`sink_rate_vs_norm`: its queries, the binned means the test uses, and the quadratic
+    fit with its vertex (a picture only), each labelled in the legend."""
+    rate, norm = np.asarray(head["rate_sample"]), np.asarray(head["norm_sample"])
+    ax.scatter(rate, norm, s=5, alpha=0.5, label="queries (sample)")
+    ax.plot(head["bin_rate"], head["bin_norm"], "ko-", ms=3, lw=1, label="binned mean ||o|| (the test)")
+    if head["p2"] > 0:
+        coef = np.polyfit(rate, norm**2, 2)
+        grid = np.linspace(0, 1, 100)
+        ax.plot(grid, np.sqrt(np.clip(np.polyval(coef, grid), 0, None)), "r-", lw=1,
+                label="quadratic fit of ||o||^2, square root (picture only)")  # fmt: skip
+        ax.axvline(head["vertex"], color="r", ls=":", lw=1, label="the fit's minimum (vertex)")
+    ax.legend(fontsize=6)
+    interior = "interior minimum" if head.get("interior", False) else "no interior minimum"
+    ax.set(title=f"L{head['layer']} H{head['head']}: {interior}", xlabel="sink rate a_i0", ylabel="||o_i||",
+           xlim=(0, 1))  # fmt: skip
+
+
 def sink_rate_vs_norm(fits: pd.DataFrame, n_heads: int = 4) -> plt.Figure:
-    """||o_i|| vs the sink rate a_i0 for the heads whose sink rate spans the widest range, with the binned
-    means the convexity test uses (black) and, as a picture only, the fitted quadratic of ||o||^2 (red, its
-    square root) and, when convex, its vertex; right: the vertices of all convex heads."""
-    fig, axes = plt.subplots(1, n_heads + 1, figsize=(3.4 * (n_heads + 1), 3.4))
+    """The paper's convexity claim (||o|| is a convex function of the sink rate, smallest below 1): ||o_i|| vs
+    the sink rate a_i0 for the ``n_heads`` heads whose sink rate spans the widest range, one head per panel
+    (:func:`_sink_head_panel`); last panel: where the quadratic fits of the convex heads put their minimum,
+    with (0, 1) shaded."""
+    fig, axes = plt.subplots(1, n_heads + 1, figsize=(3.6 * (n_heads + 1), 3.6))
     top = (
         fits.assign(span=fits["rate_max"] - fits["rate_min"])
         .sort_values("span", ascending=False)
         .head(n_heads)
     )
     for ax, (_, head) in zip(axes, top.iterrows(), strict=False):
-        rate, norm = np.asarray(head["rate_sample"]), np.asarray(head["norm_sample"])
-        ax.scatter(rate, norm, s=5, alpha=0.5)
-        ax.plot(head["bin_rate"], head["bin_norm"], "ko-", ms=3, lw=1, label="binned mean (the test)")
-        if head["p2"] > 0:
-            coef = np.polyfit(rate, norm**2, 2)
-            grid = np.linspace(0, 1, 100)
-            ax.plot(grid, np.sqrt(np.clip(np.polyval(coef, grid), 0, None)), "r-", lw=1)
-            ax.axvline(head["vertex"], color="r", ls=":", lw=1)
-        ax.legend(fontsize=6)
-        ax.set(
-            title=f"L{head['layer']} H{head['head']}", xlabel="sink rate a_i0", ylabel="||o_i||", xlim=(0, 1)
-        )
+        _sink_head_panel(ax, head)
     convex = fits[fits["p2"] > 0]
-    axes[-1].hist(convex["vertex"].clip(-0.5, 1.5), bins=40, color="#55a868")
-    axes[-1].axvspan(0, 1, color="0.9", zorder=-1)
+    axes[-1].hist(
+        convex["vertex"].clip(-0.5, 1.5), bins=40, color="#55a868", label="heads (clipped to +-0.5)"
+    )
+    axes[-1].axvspan(0, 1, color="0.9", zorder=-1, label="minimum inside (0, 1)")
+    axes[-1].legend(fontsize=6)
     axes[-1].set(
-        title=f"vertex of {len(convex)} convex heads", xlabel="sink rate at minimum ||o||", ylabel="heads"
+        title=f"fit's minimum, {len(convex)} convex heads",
+        xlabel="sink rate at minimum ||o||",
+        ylabel="heads",
     )
     fig.tight_layout()
     return fig
@@ -235,13 +262,34 @@ def sink_removal(spread: pd.DataFrame, ppl: dict) -> plt.Figure:
     return fig
 
 
-def cost(frame: pd.DataFrame) -> plt.Figure:
-    """Time and peak memory of contribution weights vs the naive terms-tensor implementation."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+def cost(frame: pd.DataFrame, max_gb: float | None = None) -> plt.Figure:
+    """Time and peak memory of contribution weights vs the naive terms-tensor implementation, per sequence
+    length (the paper's cost argument: no (T, T, d) tensor is formed). ``max_gb``: the memory cap beyond which
+    the naive one was skipped (``Preset.bench_naive_max_gb``); the title says where it stops and why."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    labels = {"contribution_weights": "contribution_weights (one matmul per head)",
+              "naive": "naive: (H, T, T, D) terms tensor"}  # fmt: skip
     for ax, col, label in zip(
         axes, ("seconds", "peak_gb"), ("time (s, median)", "peak memory (GB)"), strict=True
     ):
-        sns.lineplot(data=frame.dropna(subset=[col]), x="T", y=col, hue="impl", marker="o", ax=ax)
+        for impl, sub in frame.dropna(subset=[col]).groupby("impl", sort=False):
+            ax.plot(sub["T"], sub[col], marker="o", label=labels.get(str(impl), str(impl)))
         ax.set(xscale="log", yscale="log", xlabel="sequence length T", ylabel=label)
+        ax.legend(fontsize=7)
+    fig.suptitle(_naive_coverage(frame, max_gb), fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _naive_coverage(frame: pd.DataFrame, max_gb: float | None) -> str:
+    """The cost figure's title: the lengths the naive implementation ran at, and why it stops."""
+    naive = frame[frame["impl"] == "naive"]
+    ran = naive.dropna(subset=["seconds"])["T"].tolist()
+    skipped = naive[naive["seconds"].isna()]["T"].tolist()
+    where = f"naive run at T = {', '.join(map(str, ran))}" if ran else "naive not run"
+    if len(ran) == 1:
+        where += " only (one point)"
+    if skipped:
+        cap = f"{max_gb:g} GB" if max_gb is not None else "the memory cap"
+        where += f"; skipped at T = {', '.join(map(str, skipped))}: its terms tensor exceeds {cap}"
+    return f"cost of contribution weights: {where}"
