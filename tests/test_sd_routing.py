@@ -454,3 +454,54 @@ def test_research_parameters_reach_the_training_specs():
     for params, key in bad:
         with pytest.raises(ParameterError, match=f"^{key}"):
             sd_routing.configure(scale="cpu", device="cpu", **params)
+
+
+def test_reallocation_plans_the_measured_dims_and_two_controls_of_the_same_total():
+    from attnlab.papers import sd_routing
+
+    exp = sd_routing.configure(scale="cpu", device="cpu")
+    n = exp.preset.sizes[exp.probe].model.n_layer  # 4L-64d, head dim 16
+    cascade = pd.DataFrame([
+        {"size": exp.probe, "variant": "sd", "seed": seed, "layer": layer, "routing_dims": d + 0.1 * seed}
+        for seed in exp.seeds for layer, d in enumerate([9.0, 3.0, 3.0, 3.0][:n])
+    ])  # fmt: skip
+    dims = exp.realloc_dims(cascade, "sd")
+    assert dims is not None and dims["reallocated"] == (10, 4, 4, 4)
+    controls = [dims[name] for name in sd_routing.presets.REALLOC_CONTROLS]
+    assert all(sum(c) == sum(dims["reallocated"]) for c in controls)
+    assert controls[0] == (6, 4, 6, 6)  # 11 planes over 4 layers, the extra planes evenly spaced
+    assert controls[1] != dims["reallocated"] and sorted(controls[1]) == [4, 4, 4, 10]
+    assert exp.realloc_dims(cascade, "sd-shared") is None  # no cascade rows
+    runs = exp.planned_runs()
+    for name in ("reallocated", *sd_routing.presets.REALLOC_CONTROLS):
+        assert f"{exp.probe} sd-shared {name} seed 2" in runs
+    assert len({r.key for r in runs.values()}) == len(runs)  # every planned run distinct
+
+
+def test_figures_say_when_a_trend_panel_is_flat_and_label_ratios_in_percent():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.papers.sd_routing import plots
+
+    trend = pd.DataFrame([
+        {"measure": m, "variant": v, "size": s, "params": p, "seed": seed,
+         "fraction at min rank": 0.0 if m == "entropy rank" else 0.25 * i}
+        for m in ("entropy rank", "stable rank") for v in ("sa", "sd")
+        for i, (s, p) in enumerate((("2L-32d", 2.5e4), ("4L-64d", 2e5), ("5L-80d", 3.9e5))) for seed in (0, 1)
+    ])  # fmt: skip
+    fig = plots.scale_trend(trend)
+    flat, moving = fig.axes
+    assert any("no trend to read" in t.get_text() for t in flat.texts) and not moving.texts
+    assert [t.get_text().split("\n")[0] for t in moving.get_xticklabels()] == ["2L-32d", "4L-64d", "5L-80d"]
+    assert len(moving.lines) == 1  # the S-D variants only: SA is not part of the claim
+    linear = pd.DataFrame([
+        {"variant": "sd", "seed": seed, "k": k, "mode": mode, "ppl change %": c + seed}
+        for seed in (0, 1) for mode, cs in (("post hoc", (0.0, 4.0, 60.0, 900.0)), ("retrained", (0.0, 2.0)))
+        for k, c in enumerate(cs)
+    ])  # fmt: skip
+    fig = plots.linearisation(linear, "4L-64d")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert "+0 %" in labels and all(label.endswith("%") for label in labels) and 3 <= len(labels) <= 8
+    matplotlib.pyplot.close("all")

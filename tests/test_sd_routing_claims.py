@@ -14,11 +14,13 @@ import torch
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers import sd_routing
 from attnlab.papers.sd_routing import claims as sd
+from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS
 from attnlab.runner.claims import claims_frame
 from attnlab.runner.stats import binomial_interval, mean_interval
 from attnlab.runner.verdicts import (
     DOES_NOT_HOLD,
     EQUIVALENCE,
+    EVERY,
     EXACT,
     HOLDS,
     INCONCLUSIVE,
@@ -194,7 +196,100 @@ def test_last_layers_expand_needs_the_margins_interval_above_zero():
     assert str(sd.verdict_last_layers_expand([])) == "not testable here: no S-D model finished"
 
 
+def _units(values: list[float], size: str = "a") -> dict[tuple[str, int], float]:
+    return {(size, seed): v for seed, v in enumerate(values)}
+
+
+def test_cascade_parts_reads_first_middle_last_and_margin_per_size_and_seed():
+    rows = [{"size": s, "seed": seed, "layer": layer, "value": v}
+            for s, per_seed in (("a", {0: [2, 3, 5, 9], 1: [2, 4, 4, 3]}), ("b", {0: [4, 8]}))
+            for seed, vs in per_seed.items() for layer, v in enumerate(vs)]  # fmt: skip
+    parts = sd.cascade_parts(pd.DataFrame(rows), ["a", "b"])
+    assert parts.first == {("a", 0): 2, ("a", 1): 2, ("b", 0): 4}
+    assert parts.middle == {("a", 0): 4.0, ("a", 1): 4.0}  # b has no middle layers
+    assert parts.last == {("a", 0): 9, ("a", 1): 3, ("b", 0): 8}
+    # the last layer over the larger of layer 0 and the middle layers' mean
+    assert parts.margin == {("a", 0): 5.0, ("a", 1): -1.0, ("b", 0): 4.0}
+
+
+def test_beyond_sa_needs_the_sd_claim_and_the_paired_difference_from_sas_routing_part():
+    band = sd.verdict_one_plane({"a": [2.0, 2.1, 1.9]})
+    assert band.word == HOLDS
+    sd_first = _units([2.0, 2.1, 1.9])
+    v = sd.verdict_beyond_sa(band, sd_first, _units([4.0, 4.3, 4.1]), "below", "one plane")
+    assert v.word == HOLDS and v.rule == EVERY  # the first part's evidence when both hold
+    # SA's routing part just as low: the S-D band holds, but the row does not, and says why
+    v = sd.verdict_beyond_sa(band, sd_first, _units([2.05, 2.0, 2.1]), "below", "one plane")
+    assert v.word == INCONCLUSIVE and v.why.startswith("one plane is not specific to S-D")
+    assert v.rule == PAIRED and _contains(v, 0.0)
+    # S-D above SA with an interval clear of 0: refuted by the comparison
+    v = sd.verdict_beyond_sa(band, sd_first, _units([1.0, 1.2, 1.1]), "below", "one plane")
+    assert v.word == DOES_NOT_HOLD and v.low > 0
+    # pairs by (size, seed): SA's values relabelled across seeds change the differences' interval
+    a = sd.verdict_beyond_sa(band, sd_first, _units([2.05, 2.0, 2.1]), "below", "x")
+    b = sd.verdict_beyond_sa(band, sd_first, _units([2.1, 2.05, 2.0]), "below", "x")
+    assert a.estimate == pytest.approx(np.mean([2.0 - 2.05, 2.1 - 2.0, 1.9 - 2.1]))
+    assert a.low != pytest.approx(b.low)
+    v = sd.verdict_beyond_sa(band, sd_first, {}, "below", "one plane")
+    assert v.word == NOT_TESTABLE and "no SA model" in v.why
+
+
+def test_last_layers_expand_more_than_sa():
+    sd_margin = _units([4.0, 4.2, 3.9])
+    expand = sd.verdict_last_layers_expand(list(sd_margin.values()))
+    assert sd.verdict_beyond_sa(expand, sd_margin, _units([1.0, 1.1, 0.9]), "above", "e").word == HOLDS
+    v = sd.verdict_beyond_sa(expand, sd_margin, _units([4.1, 4.0, 4.0]), "above", "the expansion")
+    assert v.word == INCONCLUSIVE and "the expansion is not specific to S-D" in v.why
+
+
+# Pretrained heads: the filtering energy's distribution beside random weights --------------------------------
+
+
+def test_energy_beyond_random_compares_means_not_the_share_above_one_half():
+    rng = np.random.default_rng(0)
+    keys = [(layer, head) for layer in range(6) for head in range(12)]
+    random = {"m": dict(zip(keys, 0.5 + 0.05 * rng.standard_normal(72), strict=True))}
+    # 78 % of the trained heads above 1/2, as the random ones: a share says "majority", the means do not
+    same = {"m": dict(zip(keys, 0.5 + 0.05 * rng.standard_normal(72), strict=True))}
+    v = sd.verdict_energy_beyond_random(same, random)
+    assert v.word in (INCONCLUSIVE, DOES_NOT_HOLD)
+    higher = {"m": {k: e + 0.1 for k, e in same["m"].items()}}
+    v = sd.verdict_energy_beyond_random(higher, random)
+    assert v.word == HOLDS
+    diffs = [higher["m"][k] - random["m"][k] for k in keys]
+    est = mean_interval(list(higher["m"].values()))  # the first part's evidence when both hold
+    assert (v.estimate, v.low, v.high, v.n, v.null) == pytest.approx((est.mean, est.low, est.high, 72, 0.5))
+    lower = {"m": {k: e - 0.2 for k, e in same["m"].items()}}
+    v = sd.verdict_energy_beyond_random(lower, random)
+    assert v.word == DOES_NOT_HOLD and v.high < v.null
+    assert np.mean(diffs) > 0
+
+
+def test_energy_beyond_random_needs_every_model_and_the_same_models():
+    keys = [(0, h) for h in range(20)]
+    good = {k: 0.8 + 0.01 * k[1] for k in keys}
+    rand = {k: 0.5 + 0.01 * ((k[1] * 7) % 20) for k in keys}
+    v = sd.verdict_energy_beyond_random({"a": good, "b": rand}, {"a": rand, "b": rand})
+    assert v.word != HOLDS and v.why.startswith("b, ")
+    with pytest.raises(ValueError):
+        sd.verdict_energy_beyond_random({"a": good}, {"b": rand})
+    with pytest.raises(ValueError):  # paired by (layer, head): the heads must match
+        sd.verdict_energy_beyond_random({"a": good}, {"a": {(1, 0): 0.5, (1, 1): 0.4}})
+
+
 # Scale trend ----------------------------------------------------------------------------------------------
+
+
+def test_the_cpu_preset_can_carry_a_scale_trend():
+    exp = sd_routing.configure(scale="cpu", device="cpu")
+    for variant, (kind, norm) in sd_routing.VARIANTS.items():
+        params = [
+            sd_routing.experiment._count(dataclasses.replace(exp.preset.sizes[s].model, attn=kind, norm=norm))
+            for s in exp.sizes
+        ]
+        assert len(set(params)) >= sd.MIN_SIZES, variant
+        assert max(params) / min(params) >= sd.MIN_SIZE_RATIO, variant
+    assert exp.probe in exp.sizes
 
 
 def test_grows_with_size_needs_three_sizes_spanning_eight_times():
@@ -345,6 +440,45 @@ def test_reallocation_needs_both_the_papers_saving_and_cost():
     assert sd.verdict_reallocation([50.0], [4.0]).word == NOT_TESTABLE  # one seed
 
 
+def test_allocation_control_is_a_non_inferiority_within_the_fixed_margin():
+    measured = {0: 4.0, 1: 4.5, 2: 5.0}
+    # as good as the control up to noise: the interval lies below the +1 % margin
+    v = sd.verdict_allocation_control(measured, {0: 4.1, 1: 4.4, 2: 5.2}, same_dims=False)
+    assert v.word == HOLDS and v.null == sd.ALLOCATION_MARGIN_PCT and v.rule == PAIRED and v.high < 1.0
+    # worse than the control by more than the margin: refuted
+    v = sd.verdict_allocation_control(measured, {0: 2.0, 1: 2.4, 2: 3.1}, same_dims=False)
+    assert v.word == DOES_NOT_HOLD and v.low > 1.0
+    v = sd.verdict_allocation_control(measured, {0: 3.0, 1: 4.5, 2: 2.0}, same_dims=False)
+    assert v.word == INCONCLUSIVE and _contains(v, 1.0)
+    # paired by seed: a control missing a seed is judged on the shared seeds only
+    v = sd.verdict_allocation_control(measured, {0: 4.1, 1: 4.4}, same_dims=False)
+    assert v.n == 2
+    assert "no allocation to compare" in sd.verdict_allocation_control(measured, measured, same_dims=True).why
+    assert sd.verdict_allocation_control(measured, {}, same_dims=False).word == NOT_TESTABLE
+
+
+def test_reallocation_holds_only_when_the_measured_allocation_is_as_good_as_its_controls():
+    good = sd.verdict_allocation_control({0: 4.0, 1: 4.5, 2: 5.0}, {0: 4.1, 1: 4.4, 2: 5.2}, False)
+    bad = sd.verdict_allocation_control({0: 4.0, 1: 4.5, 2: 5.0}, {0: 2.0, 1: 2.4, 2: 3.1}, False)
+    cost = [4.0, 5.0, 6.0]
+    assert sd.verdict_reallocation([50.0] * 3, cost, {"vs uniform": good, "vs shuffled": good}).word == HOLDS
+    v = sd.verdict_reallocation([50.0] * 3, cost, {"vs uniform": good, "vs shuffled": bad})
+    assert v.word == DOES_NOT_HOLD and v.why.startswith("vs shuffled:") and v.low > sd.ALLOCATION_MARGIN_PCT
+
+
+def test_reallocation_controls_keep_the_total_head_dims():
+    from attnlab.papers.sd_routing.routing import same_total_uniform, shuffled_dims
+
+    for dims in ((6, 4, 4, 4), (16, 4, 4, 4), (8, 6, 6), (5, 4, 4), (4, 4, 4, 4)):
+        uniform, shuffled = same_total_uniform(dims), shuffled_dims(dims, seed=0)
+        assert sum(uniform) == sum(shuffled) == sum(dims) and len(uniform) == len(dims)
+        assert max(uniform) - min(uniform) <= (2 if all(d % 2 == 0 for d in dims) else 1)
+        assert sorted(shuffled) == sorted(dims)
+        assert shuffled != dims or len(set(dims)) == 1  # a different order wherever one exists
+    assert all(d % 2 == 0 for d in same_total_uniform((6, 4, 4, 4)))  # whole rotation planes
+    assert shuffled_dims((6, 4, 4, 4), seed=0) == shuffled_dims((6, 4, 4, 4), seed=0)  # seeded
+
+
 # No rule says "does not hold" with the null inside its interval --------------------------------------------
 
 
@@ -397,10 +531,11 @@ def _evidence(exp) -> sd.Evidence:
     head = {"filtering_energy": 0.9, "routing_rank": 2.0, "filtering_rank": 3.0, "routing_stable_rank": 1.5,
             "filtering_stable_rank": 2.5, "n_unstable": 1}  # fmt: skip
     heads = pd.DataFrame(
-        [{"model": m, "weights": w, "source": "pretrained", **head} for m in exp.models for w in ("trained",)
-         for _ in range(50)]
-        + [{"model": m, "weights": "random init", "source": "pretrained", **head, "filtering_energy": 0.4,
-            "routing_rank": 4.0, "routing_stable_rank": 4.0} for m in exp.models for _ in range(50)]
+        [{"model": m, "weights": "trained", "source": "pretrained", "layer": i // 10, "head": i % 10, **head,
+          "filtering_energy": 0.85 + 0.002 * i} for m in exp.models for i in range(50)]
+        + [{"model": m, "weights": "random init", "source": "pretrained", "layer": i // 10, "head": i % 10,
+            **head, "filtering_energy": 0.4 + 0.003 * i, "routing_rank": 4.0, "routing_stable_rank": 4.0}
+           for m in exp.models for i in range(50)]
         + [{"model": "ours", "weights": "trained", "source": "sd-shared", **head, "n_unstable": 0}]
     )  # fmt: skip
 
@@ -408,13 +543,15 @@ def _evidence(exp) -> sd.Evidence:
         return {"routing_rank": rank, "routing_stable_rank": rank, "routing_pr": rank,
                 "routing_top_plane": 2 / rank}  # fmt: skip
 
-    def layers(n: int, seed: int) -> list[dict[str, float]]:
+    def layers(n: int, seed: int, variant: str) -> list[dict[str, float]]:
+        if variant.startswith("sa"):  # SA's routing part: higher rank, expanding less
+            return [ranks(4.0 + 0.1 * seed)] * (n - 1) + [ranks(5.0 + 0.2 * seed)]
         return [ranks(2.0 + 0.05 * seed)] * (n - 1) + [ranks(6.0 + 0.3 * seed)]
 
     cascade = pd.DataFrame([
         {"size": s, "variant": v, "seed": seed, "layer": layer, **values, "params": 1000 * (i + 1)}
         for i, s in enumerate(sizes) for v in variants for seed in seeds
-        for layer, values in enumerate(layers(exp.preset.sizes[s].model.n_layer, seed))
+        for layer, values in enumerate(layers(exp.preset.sizes[s].model.n_layer, seed, v))
     ])  # fmt: skip
     baseline = pd.DataFrame([
         {"variant": v, "size": s, "routing_rank": 12.6, "routing_stable_rank": 5.3, "routing_pr": 7.9,
@@ -445,9 +582,12 @@ def _evidence(exp) -> sd.Evidence:
     )  # fmt: skip
     realloc = pd.DataFrame([
         {"variant": v, "model": m, "seed": seed, "head dims": d, "attn params saved %": p,
-         "ppl change %": c + seed}
+         "ppl change %": c + seed * (1 + 0.1 * j)}
         for v in ("sd", "sd-shared") for seed in seeds
-        for m, d, p, c in (("uniform", "16 16", 0.0, 0.0), ("reallocated", "8 8", 50.0, 4.0))
+        for j, (m, d, p, c) in enumerate((
+            ("uniform", "16 16", 0.0, 0.0), ("reallocated", "6 10", 50.0, 4.0),
+            ("same total, uniform", "8 8", 50.0, 6.0), ("same total, shuffled", "10 6", 50.0, 7.0),
+        ))
     ])  # fmt: skip
     return sd.Evidence(
         runs=runs, losses=losses, heads=heads, cascade=cascade, baseline=baseline,
@@ -467,12 +607,12 @@ def test_evidence_is_passed_by_name_only():
 
 
 def test_claims_table_from_hand_built_tables():
-    exp = sd_routing.configure(scale="cpu", device="cpu")  # sizes 3L-48d, 4L-64d
+    exp = sd_routing.configure(scale="cpu", device="cpu")  # sizes 2L-32d to 5L-80d
     rows = exp.claims(_evidence(exp))
     by_claim = {c.claim: c.verdict for c in rows}
-    assert (
-        by_claim["filtering dominates the spectral budget of pretrained heads (energy > 1/2)"].word == HOLDS
-    )
+    dominant = [c for c in rows if c.claim.startswith("filtering dominates the spectral budget")]
+    assert len(dominant) == 1 and dominant[0].verdict.word == HOLDS
+    assert "mean filtering energy" in dominant[0].ours
     unstable = by_claim["every head is dynamically unstable (an eigenvalue of W with positive real part)"]
     assert unstable.word == NOT_TESTABLE and "ceiling" in unstable.why  # as unstable as the random baseline
     sanity = [c for c in rows if c.claim.startswith(sd.SANITY)]
@@ -481,16 +621,28 @@ def test_claims_table_from_hand_built_tables():
     cascade_rows = [c for c in rows if c.figure == "cascade"]
     assert len(cascade_rows) == 3 * 4 * 3  # three claims, four measures, three S-D variants
     assert all(c.verdict.word == HOLDS for c in cascade_rows)
+    assert all("routing part R" in c.ours for c in cascade_rows)  # SA's control shown beside every row
+    # SA's routing part as low as S-D's: no cascade row holds, and the low-rank rows say why
+    evidence = _evidence(exp)
+    cascade = evidence.cascade.copy()
+    sa = cascade["variant"].isin(["sa", "sa-noln"])
+    sd_rows = cascade[cascade["variant"] == "sd"].set_index(["size", "seed", "layer"])
+    for col in MEASURE_COLUMNS:
+        cascade.loc[sa, col] = [sd_rows.loc[(r.size, r.seed, r.layer), col] for r in cascade[sa].itertuples()]
+    same = {c.claim: c.verdict for c in exp.claims(dataclasses.replace(evidence, cascade=cascade))}
+    low = [v for claim, v in same.items() if claim.startswith("layer 0's routing converges")]
+    assert low and all(v.word != HOLDS and "not specific to S-D" in v.why for v in low)
     trend_rows = [c for c in rows if c.figure == "scale trend"]
-    # two sizes 2.3x apart carry no trend
+    # the hand-built parameter counts (1000 to 4000) span 4x: no trend
     assert len(trend_rows) == 4 * 3 and all(c.verdict.word == NOT_TESTABLE for c in trend_rows)
-    assert all("2 sizes" in c.verdict.why for c in trend_rows)
+    assert all("span 4x" in c.verdict.why for c in trend_rows)
     collapse_rows = [c for c in rows if c.figure == "collapse"]
     assert len(collapse_rows) == 2 * 3 + 3 and all(c.verdict.word == HOLDS for c in collapse_rows)
     linear_rows = [c for c in rows if c.figure == "linearisation"]
     assert [c.verdict.word for c in linear_rows] == [HOLDS, HOLDS, DOES_NOT_HOLD, HOLDS]
     realloc_rows = [c for c in rows if c.figure == "reallocation"]
     assert [c.verdict.word for c in realloc_rows] == [HOLDS, HOLDS]
+    assert all("same total, shuffled (10 6)" in c.ours for c in realloc_rows)
     frame = claims_frame(rows)
     assert set(frame["verdict"]) <= set(VERDICTS) and frame["rule"].str.len().gt(0).all()
     # no row says "does not hold" while its interval contains its null

@@ -293,7 +293,16 @@ def test_cpu_runs_share_the_xsa_notebooks_cache_keys():
     for kind in ("sa", "xsa", "xsa-prev"):
         assert exp.spec(kind, 1) == x.spec("2L-64d", kind, 1, 8e-3)
     assert exp.spec("sd", 0).train.lr_scale == {"interaction": 10.0}
-    assert exp.spec("sd", 0, 4.0).train.lr_scale == {"qk": 4.0, "interaction": 40.0}
+    # the ratio with the geometric mean of the QK and OV rates held at the tuned base rate
+    assert exp.spec("sd", 0, 4.0).train.lr_scale == pytest.approx({"qk": 2.0, "ov": 0.5, "interaction": 20.0})
+    for r in (0.5, 2.0, 8.0):
+        scale = exp.spec("sa", 0, r).train.lr_scale
+        assert set(scale) == {"qk", "ov"}  # embeddings, MLPs, norms and head at the base rate
+        assert scale["qk"] / scale["ov"] == pytest.approx(r) and scale["qk"] * scale["ov"] == pytest.approx(
+            1.0
+        )
+    with pytest.raises(ValueError):
+        synthesis.experiment.ratio_scales(0.0)
     assert exp.spec("linear", 0).model.layer_kinds == ("linear", "sa")
     assert len(exp.planned_runs()) == 6 * 3 + 4 * 3 * 3  # every kind at ratio 1; 3 kinds at 4 other ratios
 
@@ -312,7 +321,7 @@ DEFAULT = {"cos_yv": 0.3, "first_attention": 0.5, "first_contribution": 0.4, "en
            "routing_energy": 0.40, "sink_value_cos": -0.1, "control_value_cos": 0.2}  # fmt: skip
 FAITHFUL = "Contribution weights rank {}'s value terms more faithfully than attention weights " \
     "(comprehensiveness, one layer at a time)"  # fmt: skip
-SPAN = "eta_QK / eta_OV from 0.5, 1, 2, 4, 8"
+SPAN = "eta_QK / eta_OV from 0.5, 1, 2, 4, 8, their geometric mean fixed"
 
 
 def _tables(exp, noise=0.01, seed_effect=0.0, rng_seed=0):
@@ -473,6 +482,15 @@ def test_gates_and_degenerate_evidence_make_rows_not_testable(cpu):
     verdicts = _verdicts(cpu, nosink, losses, areas)
     v = verdicts["XSA puts less attention on the first token than SA (XSA as an implicit sink)"]
     assert v.word == NOT_TESTABLE and "no sink to move" in v.why
+    # every sink row is gated: SA's sink-value geometry needs SA's sink, XSA's needs XSA's own
+    sink_value = "In {}, the first token's projected values point along the others' less than an ordinary " \
+        "token's do (the contribution-weights sink-value claim, against a control token)"  # fmt: skip
+    v = verdicts[sink_value.format("SA")]
+    assert v.word == NOT_TESTABLE and v.why.startswith("SA's attention on the first token")
+    assert verdicts[sink_value.format("XSA")].word == HOLDS  # XSA's first token: 0.30 against uniform 0.10
+    nosink.loc[nosink["kind"] == "xsa", "first_attention"] = 0.1 + 0.01 * nosink["seed"] - 0.01
+    v = _verdicts(cpu, nosink, losses, areas)[sink_value.format("XSA")]
+    assert v.word == NOT_TESTABLE and v.why.startswith("XSA's attention on the first token")
     # zero spread (a floor): not testable, never "does not hold"
     floor = lens.copy()
     floor.loc[floor["kind"].isin(["sa", "sd"]), "routing_energy"] = 0.0

@@ -31,6 +31,7 @@ from attnlab.papers.sd_routing.presets import (
     PAPER_LINEAR,
     PAPER_REALLOCATION,
     PROBE_VARIANTS,
+    REALLOC_CONTROLS,
     SD_VARIANTS,
 )
 from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, rank_equivalent, sd_heads
@@ -42,8 +43,10 @@ from attnlab.runner.verdicts import (
     HOLDS,
     INCONCLUSIVE,
     NOT_TESTABLE,
+    PAIRED,
     SHARE,
     SLOPE,
+    Side,
     Verdict,
     equivalence_rule,
     every_unit,
@@ -71,6 +74,8 @@ D_MOVED_CV = 0.25  # gate (ours): D "moved" from its initialisation (all ones) w
 MIN_SIZES = 3  # a trend needs three sizes: two points always fit a line (the project's convention)
 MIN_SIZE_RATIO = 8.0  # and sizes spanning at least 8x in parameters (the project's convention; the paper's
 # trend runs 18M -> 355M, 20x; our cpu sizes are 2.3x apart)
+ALLOCATION_MARGIN_PCT = 1.0  # "at least as good as a control of the same total head dims": the measured
+# allocation's PPL change minus the control's, by seed, below +1 % PPL (ours, fixed before the run)
 DIVERGED = "gate: S-D without LayerNorm must not diverge"  # the rule column of the divergence gate
 SANITY = "sanity check (true by construction): "
 SMOKE = "smoke scale judges nothing (tiny models, a few dozen steps, one seed)"
@@ -173,6 +178,35 @@ def verdict_share_beyond_random(
         )
     why = f"the 95% interval contains the null in {named(open_models)}; detectable {evidence.detectable:.3g}"
     return replace(evidence, word=INCONCLUSIVE, why=why)
+
+
+def verdict_energy_beyond_random(
+    trained: Mapping[str, Mapping[Hashable, float]],
+    random: Mapping[str, Mapping[Hashable, float]],
+    threshold: float = MAJORITY,
+) -> Verdict:
+    """Pretrained heads (the paper's per-head analysis): "filtering dominates the spectral budget", from each
+    model's filtering energy ||F||_F^2 / ||W||_F^2 per head, keyed by (layer, head), beside Gaussian weights
+    of the same shapes (the same keys). The share of heads above 1/2 sits at the centre of the random null
+    (Gaussian forms give energies around 1/2), so the verdict compares the distributions' means: in every
+    model both parts must hold (:func:`_combine`), the trained heads' mean energy above ``threshold``
+    (:func:`mean_rule` over heads) and above the random heads' mean (:func:`paired_rule`, trained minus random
+    by (layer, head): the random heads are independent draws of the same shapes, so the pairing is arbitrary
+    and the paired t interval is a two-sample interval of the difference of the means). Heads are the units,
+    as in the share rule. Evidence: the deciding part's."""
+    if not trained:
+        raise ValueError("verdict_energy_beyond_random() needs at least one model")
+    if set(trained) != set(random):
+        raise ValueError(
+            f"trained and random heads name different models: {sorted(trained)}, {sorted(random)}"
+        )
+    parts: dict[str, Verdict] = {}
+    for model, energies in trained.items():
+        parts[f"{model}, mean energy above {threshold:g}"] = mean_rule(
+            list(energies.values()), "above", threshold
+        )
+        parts[f"{model}, above random weights"] = paired_rule(energies, random[model], "above", 0.0)
+    return _combine(parts)
 
 
 def verdict_every_head_unstable(
@@ -363,14 +397,35 @@ def verdict_retrained_linear(changes: Sequence[float]) -> Verdict:
     return equivalence_rule(changes, CLOSE_PCT)
 
 
-def verdict_reallocation(saved: Sequence[float], cost: Sequence[float]) -> Verdict:
+def verdict_allocation_control(
+    measured: Mapping[Hashable, float], control: Mapping[Hashable, float], same_dims: bool
+) -> Verdict:
+    """Reallocation's control (a reviewer's): "the measured allocation is at least as good as a control with
+    the same total head dims" (spread evenly, or the measured dims shuffled across layers), from the PPL
+    change (%) of each retrained model by seed: :func:`paired_rule`, measured minus control paired by seed
+    (seeds where both finished), below ``ALLOCATION_MARGIN_PCT`` (non-inferiority). Not testable when the
+    control's head dims equal the measured ones (no allocation to compare) or no pair finished."""
+    if same_dims:
+        why = "the control's head dims equal the measured ones: no allocation to compare"
+        return not_testable(why, n=len(measured), null=ALLOCATION_MARGIN_PCT, rule=PAIRED)
+    seeds = [s for s in measured if s in control]
+    if not seeds:
+        return not_testable("no control retrained", n=0, null=ALLOCATION_MARGIN_PCT, rule=PAIRED)
+    pairs = {s: measured[s] for s in seeds}, {s: control[s] for s in seeds}
+    return paired_rule(*pairs, "below", ALLOCATION_MARGIN_PCT)
+
+
+def verdict_reallocation(
+    saved: Sequence[float], cost: Sequence[float], controls: Mapping[str, Verdict] | None = None
+) -> Verdict:
     """Reallocation (the paper: 47-65 % fewer attention parameters for +3.9 % to +8.4 % PPL): "head dims from
     measured rank save attention parameters at a small PPL cost", from the reallocated model's attention
-    parameters saved (%) and PPL change (%) per seed. Both parts must hold (:func:`_combine`): the saving (the
-    same head dims in every seed, so exact: :func:`exact_rule`) at least the paper's smallest, 47 %; the
-    cost's :func:`mean_rule` below the paper's largest, +8.4 %. Gate (kept): not testable when the mean
-    saving is 0 (every layer keeps the uniform head dim). Evidence: the deciding part's (the PPL cost when
-    both hold)."""
+    parameters saved (%) and PPL change (%) per seed. Every part must hold (:func:`_combine`): the saving
+    (the same head dims in every seed, so exact: :func:`exact_rule`) at least the paper's smallest, 47 %; the
+    cost's :func:`mean_rule` below the paper's largest, +8.4 %; and each control's verdict in ``controls``
+    (:func:`verdict_allocation_control`: the measured allocation at least as good as the same total spread
+    evenly or shuffled). Gate (kept): not testable when the mean saving is 0 (every layer keeps the uniform
+    head dim). Evidence: the deciding part's (the PPL cost when all hold)."""
     bound = PAPER_REALLOCATION["ppl_pct"][1]
     if not cost:
         return not_testable("no reallocated model finished", n=0, null=bound)
@@ -382,7 +437,7 @@ def verdict_reallocation(saved: Sequence[float], cost: Sequence[float]) -> Verdi
     smallest = PAPER_REALLOCATION["params_saved_pct"][0]
     saving = exact_rule(saved_mean, smallest, "above", n=len(saved),
                         what="the attention parameters saved (%)")  # fmt: skip
-    return _combine({"cost": cost_v, "saving": saving})
+    return _combine({"cost": cost_v, "saving": saving, **(controls or {})})
 
 
 # Claims rows ----------------------------------------------------------------------------------------------
@@ -417,7 +472,8 @@ def _claims_pretrained(exp: SDExperiment, heads: pd.DataFrame) -> list[Claim]:
     paper = f"{PAPER_HEADS}:"
     rows = []
     for flag, claim, number in (
-        ("dominant", "filtering dominates the spectral budget of pretrained heads (energy > 1/2)",
+        ("dominant", "filtering dominates the spectral budget of pretrained heads (mean energy above 1/2 and "
+         "above random weights)",
          "filtering dominates"),
         ("lower", "routing runs at lower rank than filtering (entropy rank)", "routing low rank"),
         ("lower_stable", "routing runs at lower rank than filtering (stable rank)", "routing low rank"),
@@ -435,10 +491,33 @@ def _claims_pretrained(exp: SDExperiment, heads: pd.DataFrame) -> list[Claim]:
         random = {m: float(share[m, "random init"]) / 100 for m in models}
         if flag == "unstable":
             verdict = verdict_every_head_unstable(counts, random)
+        elif flag == "dominant":
+            verdict = _energy_verdict(pre, models)
+            ours += "; mean filtering energy: " + _energy_means(pre, models)
         else:
             verdict = verdict_share_beyond_random(counts, random, MAJORITY)
         rows.append(Claim("pretrained", claim, f"{paper} {number}", f"heads with it: {ours}", verdict))
     return rows
+
+
+def _energies(pre: pd.DataFrame, model: str, weights: str) -> dict[Hashable, float]:
+    """One model's filtering energy per head, keyed by (layer, head)."""
+    sub = pre[(pre["model"] == model) & (pre["weights"] == weights)]
+    return {(int(r.layer), int(r.head)): float(r.filtering_energy) for r in sub.itertuples()}
+
+
+def _energy_verdict(pre: pd.DataFrame, models: Sequence[str]) -> Verdict:
+    return verdict_energy_beyond_random(
+        {m: _energies(pre, m, "trained") for m in models},
+        {m: _energies(pre, m, "random init") for m in models},
+    )
+
+
+def _energy_means(pre: pd.DataFrame, models: Sequence[str]) -> str:
+    means = pre.groupby(["model", "weights"])["filtering_energy"].mean()
+    return "; ".join(
+        f"{m} {means[m, 'trained']:.3f} (random weights {means[m, 'random init']:.3f})" for m in models
+    )
 
 
 def _claims_stability(
@@ -499,6 +578,78 @@ def _rank_units(column: str, values: pd.Series) -> pd.Series:
     return values.map(lambda v: rank_equivalent(MEASURE_COLUMNS[column], v))
 
 
+#: The SA variant whose model-space routing part R is the control of each S-D variant's cascade claims.
+CASCADE_CONTROL = {"sd": "sa", "sd-noln": "sa-noln", "sd-shared": "sa"}
+
+Unit = tuple[str, int]  # a trained model: (size, seed)
+
+
+@dataclass(frozen=True)
+class CascadeParts:
+    """One variant's cascade in rank units, one value per trained model (size, seed): layer 0, the middle
+    layers' mean (sizes with middle layers), the last layer, and the last layer's margin over the larger of
+    layer 0 and the middle layers."""
+
+    first: dict[Unit, float]
+    middle: dict[Unit, float]
+    last: dict[Unit, float]
+    margin: dict[Unit, float]
+
+
+def cascade_parts(sub: pd.DataFrame, sizes: Sequence[str]) -> CascadeParts:
+    """:class:`CascadeParts` of one variant's cascade rows (``size``, ``seed``, ``layer``, ``value`` in rank
+    units), sizes in the order given."""
+    first: dict[Unit, float] = {}
+    middle: dict[Unit, float] = {}
+    last: dict[Unit, float] = {}
+    margin: dict[Unit, float] = {}
+    for size in sizes:
+        by_seed = sub[sub["size"] == size].pivot_table(index="seed", columns="layer", values="value")
+        for seed, row in by_seed.iterrows():
+            unit = (size, int(seed))
+            values = row.tolist()
+            first[unit], last[unit] = values[0], values[-1]
+            ref = values[0]
+            if len(values) > 2:
+                middle[unit] = float(np.mean(values[1:-1]))
+                ref = max(ref, middle[unit])
+            margin[unit] = values[-1] - ref
+    return CascadeParts(first, middle, last, margin)
+
+
+def _grouped(values: Mapping[Unit, float]) -> dict[str, list[float]]:
+    """Values by (size, seed) grouped by size (the seeds' values of each size), in the mapping's order."""
+    out: dict[str, list[float]] = {}
+    for (size, _), value in values.items():
+        out.setdefault(size, []).append(value)
+    return out
+
+
+def verdict_beyond_sa(
+    sd_verdict: Verdict, sd: Mapping[Unit, float], sa: Mapping[Unit, float], side: Side, what: str
+) -> Verdict:
+    """A cascade claim judged against standard attention's own routing part (the model-space R of the SA
+    variant with the same LayerNorm) under the same measure (a reviewer's control: SA's R is low rank too).
+    Both parts must hold (:func:`_combine`): the S-D claim itself (``sd_verdict``) and :func:`paired_rule`
+    on S-D's value minus SA's, paired by (size, seed), on ``side`` of 0 (``"below"``: S-D's routing is lower
+    rank than SA's; ``"above"``: S-D's last layers expand more). Where the S-D part holds and the SA part does
+    not, the reason says plainly that ``what`` is not specific to S-D."""
+    common = [u for u in sd if u in sa]
+    if not common:
+        vs_sa = not_testable("no SA model paired with the S-D models", n=0, null=0.0)
+    else:
+        vs_sa = paired_rule({u: sd[u] for u in common}, {u: sa[u] for u in common}, side, 0.0)
+    verdict = _combine({"S-D": sd_verdict, "S-D vs SA's routing part": vs_sa})
+    if sd_verdict.word == HOLDS and vs_sa.word != HOLDS:
+        sa_mean = _mean([sa[u] for u in common]) if common else math.nan
+        verdict = replace(
+            verdict,
+            why=f"{what} is not specific to S-D: SA's routing part shows it too (SA mean {sa_mean:.2f}); "
+            + verdict.why,
+        )
+    return verdict
+
+
 def _claims_cascade(exp: SDExperiment, cascade: pd.DataFrame, baseline: pd.DataFrame) -> list[Claim]:
     claims = []
     for column, measure in MEASURE_COLUMNS.items():
@@ -506,47 +657,62 @@ def _claims_cascade(exp: SDExperiment, cascade: pd.DataFrame, baseline: pd.DataF
             sub = cascade[cascade["variant"] == variant]
             if sub.empty:
                 continue
-            sub = sub.assign(value=_rank_units(column, sub[column]))
+            control = CASCADE_CONTROL[variant]
             sizes = [s for s in exp.sizes if s in set(sub["size"])]
-            first, middle, last, margins = {}, {}, {}, []
-            for size in sizes:
-                by_seed = sub[sub["size"] == size].pivot_table(index="seed", columns="layer", values="value")
-                first[size] = by_seed.iloc[:, 0].tolist()
-                last[size] = by_seed.iloc[:, -1].tolist()
-                mid = by_seed.iloc[:, 1:-1].mean(axis=1) if by_seed.shape[1] > 2 else None
-                if mid is not None:
-                    middle[size] = mid.tolist()
-                ref = by_seed.iloc[:, 0] if mid is None else pd.concat([by_seed.iloc[:, 0], mid], axis=1)
-                ref = ref.max(axis=1) if mid is not None else ref
-                margins += (by_seed.iloc[:, -1] - ref).tolist()
+            sd = cascade_parts(sub.assign(value=_rank_units(column, sub[column])), sizes)
+            ctl = cascade[cascade["variant"] == control]
+            sa = cascade_parts(ctl.assign(value=_rank_units(column, ctl[column])), sizes)
             rand = baseline[baseline["variant"] == variant].set_index("size")[column]
             rand_text = ", ".join(
                 f"{s} {rank_equivalent(measure, rand[s]):.2f}" for s in sizes if s in rand.index
             )
             label = f"{LABELS[variant]}, {measure}"
             unit = " (as 2 / share)" if measure == "top-plane share" else ""
+            vs = f"{LABELS[control]}'s routing part R"
+            first, middle = _grouped(sd.first), _grouped(sd.middle)
             claims += [
                 Claim(
                     "cascade",
-                    f"layer 0's routing converges to one rotation plane ({label})",
+                    f"layer 0's routing converges to one rotation plane, lower than SA's ({label})",
                     "layer 0 effective rank 2, 7M-355M",
-                    f"layer 0{unit}: {_means(first)}; random S of the same d: {rand_text}",
-                    verdict_one_plane(first),
+                    f"layer 0{unit}: {_means(first)}; {vs}: {_means(_grouped(sa.first))}; random S of the "
+                    f"same d: {rand_text}",
+                    verdict_beyond_sa(verdict_one_plane(first), sd.first, sa.first, "below", "one plane"),
                 ),
                 Claim(
                     "cascade",
-                    f"middle layers route in 2-3 dimensions ({label})",
+                    f"middle layers route in 2-3 dimensions, fewer than SA's ({label})",
                     "effective rank 2-3",
-                    f"middle layers{unit}: {_means(middle) or 'no size has middle layers'}",
-                    verdict_few_dimensions(middle),
+                    f"middle layers{unit}: {_means(middle) or 'no size has middle layers'}; {vs}: "
+                    f"{_means(_grouped(sa.middle)) or '-'}",
+                    verdict_beyond_sa(
+                        verdict_few_dimensions(middle),
+                        sd.middle,
+                        sa.middle,
+                        "below",
+                        "routing in 2-3 dimensions",
+                    ),
                 ),
                 Claim(
                     "cascade",
-                    f"the last layers expand ({label})",
+                    f"the last layers expand, more than SA's ({label})",
                     "10+ planes, bounded by d_head",
                     f"last layer vs layer 0{unit}: "
-                    + ", ".join(f"{s} {_mean(last[s]):.2f} vs {_mean(first[s]):.2f}" for s in sizes),
-                    verdict_last_layers_expand(margins),
+                    + ", ".join(
+                        f"{s} {_mean(_grouped(sd.last)[s]):.2f} vs {_mean(first[s]):.2f}" for s in first
+                    )
+                    + f"; {vs}: "
+                    + ", ".join(
+                        f"{s} {_mean(v):.2f} vs {_mean(_grouped(sa.first)[s]):.2f}"
+                        for s, v in _grouped(sa.last).items()
+                    ),
+                    verdict_beyond_sa(
+                        verdict_last_layers_expand(list(sd.margin.values())),
+                        sd.margin,
+                        sa.margin,
+                        "above",
+                        "the expansion",
+                    ),  # fmt: skip
                 ),
             ]
     return claims
@@ -676,17 +842,33 @@ def _claims_realloc(realloc: pd.DataFrame) -> list[Claim]:
     if realloc.empty:
         return []
     claims = []
-    for variant, sub in realloc[realloc["model"] == "reallocated"].groupby("variant", sort=False):
+    for variant in [v for v in SD_VARIANTS if v in set(realloc["variant"])]:  # a fixed order of rows
+        rows = realloc[realloc["variant"] == variant]
+        sub = rows[rows["model"] == "reallocated"]
+        if sub.empty:
+            continue
         saved, cost = sub["attn params saved %"].mean(), sub["ppl change %"].mean()
+        measured = sub.set_index("seed")["ppl change %"].to_dict()
+        controls, text = {}, []
+        for name in REALLOC_CONTROLS:
+            ctl = rows[rows["model"] == name]
+            dims = ctl["head dims"].iloc[0] if len(ctl) else "-"
+            same = len(ctl) > 0 and dims == sub["head dims"].iloc[0]
+            by_seed = ctl.set_index("seed")["ppl change %"].to_dict()
+            controls[f"vs {name}"] = verdict_allocation_control(measured, by_seed, same)
+            text.append(f"{name} ({dims}) PPL {signed(ctl['ppl change %'].mean(), 1) if len(ctl) else '-'} %")
         claims.append(
             Claim(
                 "reallocation",
                 "head dims from the measured routing dimensions save attention parameters at a small PPL "
-                f"cost ({LABELS[variant]})",
+                f"cost, at least as good (within {ALLOCATION_MARGIN_PCT:g} % PPL) as the same total head "
+                f"dims spread evenly or shuffled across layers ({LABELS[variant]})",
                 "47-65 % fewer attention parameters for +3.9 % to +8.4 % PPL",
                 f"head dims {sub['head dims'].iloc[0]}: {saved:.0f} % fewer attention parameters, "
-                f"PPL {signed(cost, 1)} % (seed mean)",
-                verdict_reallocation(sub["attn params saved %"].tolist(), sub["ppl change %"].tolist()),
+                f"PPL {signed(cost, 1)} % (seed mean); controls: {'; '.join(text)}",
+                verdict_reallocation(
+                    sub["attn params saved %"].tolist(), sub["ppl change %"].tolist(), controls
+                ),
             )
         )
     return claims

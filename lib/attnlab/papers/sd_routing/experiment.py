@@ -30,6 +30,7 @@ from attnlab.papers.sd_routing.presets import (
     MIN_RANK,
     PRESETS,
     PROBE_VARIANTS,
+    REALLOC_CONTROLS,
     ROUTING_ENERGY_SHARE,
     SD_VARIANTS,
     VARIANTS,
@@ -49,8 +50,10 @@ from attnlab.papers.sd_routing.routing import (
     random_routing,
     rank_equivalent,
     sa_truncated_forms,
+    same_total_uniform,
     sd_heads,
     sd_truncated,
+    shuffled_dims,
 )
 from attnlab.runner.params import check_count, check_device, check_scale, check_seeds, check_subset
 from attnlab.runner.plan import PlannedRun
@@ -394,8 +397,8 @@ class SDExperiment(PaperExperiment):
 
     def planned_runs(self) -> dict[str, PlannedRun]:
         """Every training run of the notebook, for :mod:`attnlab.runner.plan`. The reallocated model's head
-        dims come
-        from measured ranks and are at most the uniform ones: it is counted at the uniform model's cost."""
+        dims (and its controls', of the same total) come from measured ranks and are at most the uniform
+        ones: each is counted at the uniform model's cost."""
         specs = {
             f"{size} {variant} seed {seed}": self.spec(size, variant, seed)
             for size in self.sizes
@@ -412,9 +415,10 @@ class SDExperiment(PaperExperiment):
         for variant in REALLOCATED:
             for seed in self.seeds:
                 uniform = PlannedRun.from_spec(self.spec(self.probe, variant, seed))
-                runs[f"{self.probe} {variant} reallocated seed {seed}"] = replace(
-                    uniform, key=uniform.key + " reallocated"
-                )
+                for name in ("reallocated", *REALLOC_CONTROLS):
+                    runs[f"{self.probe} {variant} {name} seed {seed}"] = replace(
+                        uniform, key=f"{uniform.key} {name}"
+                    )
         return runs
 
     # Linearisation ------------------------------------------------------------------------------------
@@ -450,37 +454,57 @@ class SDExperiment(PaperExperiment):
 
     # Reallocation -------------------------------------------------------------------------------------
 
+    def realloc_dims(self, cascade: pd.DataFrame, variant: str) -> dict[str, tuple[int, ...]] | None:
+        """The head dims of the reallocation probe for ``variant`` (None without its cascade rows): the
+        measured allocation (``"reallocated"``: the dimensions holding ``ROUTING_ENERGY_SHARE`` of ||S||_F^2,
+        head and seed mean; ``head_dims_from_dims``) and its two controls of the same total head dims
+        (``REALLOC_CONTROLS``): spread evenly (``same_total_uniform``) and the measured dims shuffled across
+        layers (``shuffled_dims``, seed 0)."""
+        m = self.preset.sizes[self.probe].model
+        assert isinstance(m.head_dim, int)  # the preset's sizes: one head dim for every layer
+        sub = cascade[(cascade["size"] == self.probe) & (cascade["variant"] == variant)]
+        if sub.empty:
+            return None
+        dims = head_dims_from_dims(
+            sub.groupby("layer")["routing_dims"].mean().tolist(), base=m.head_dim,
+            minimum=self.preset.min_head_dim,
+        )  # fmt: skip
+        return {"reallocated": dims, REALLOC_CONTROLS[0]: same_total_uniform(dims),
+                REALLOC_CONTROLS[1]: shuffled_dims(dims, seed=0)}  # fmt: skip
+
+    def _realloc_run(self, variant: str, seed: int, dims: tuple[int, ...], what: str) -> TrainResult | None:
+        """The probe model of ``variant`` with per-layer head ``dims``, trained (cached); dims equal to the
+        uniform ones name the uniform run, which the cache then loads."""
+        m = self.preset.sizes[self.probe].model
+        same = dims == m.layer_head_dims
+        label = f"{self.probe} {LABELS[variant]} {what} head dims {list(dims)} seed {seed}"
+        return self._train(self.spec(self.probe, variant, seed, head_dim=None if same else dims), label)
+
     def reallocation(self, runs: Runs, cascade: pd.DataFrame) -> pd.DataFrame:
-        """Head dims set per layer from the probe S-D models' routing dimensions (the dimensions holding
-        ``ROUTING_ENERGY_SHARE`` of ||S||_F^2, head and seed mean; ``head_dims_from_dims``), retrained, for
-        S-D and S-D with a shared projection; attention parameters and perplexity beside the uniform model of
-        the same variant and seed."""
+        """Head dims set per layer from the probe S-D models' routing dimensions (``realloc_dims``),
+        retrained, for S-D and S-D with a shared projection, beside two controls with the same total head
+        dims retrained with the same seeds (spread evenly; the measured dims shuffled across layers):
+        attention parameters and perplexity beside the uniform model of the same variant and seed. ``model``:
+        "uniform", "reallocated" or a control (``REALLOC_CONTROLS``)."""
         size = self.probe
         m = self.preset.sizes[size].model
-        assert isinstance(m.head_dim, int)  # the preset's sizes: one head dim for every layer
         rows = []
         for variant in REALLOCATED:
-            sub = cascade[(cascade["size"] == size) & (cascade["variant"] == variant)]
-            if sub.empty:
+            allocations = self.realloc_dims(cascade, variant)
+            if allocations is None:
                 continue
-            dims = head_dims_from_dims(
-                sub.groupby("layer")["routing_dims"].mean().tolist(), base=m.head_dim,
-                minimum=self.preset.min_head_dim,
-            )  # fmt: skip
             for seed in self.seeds:
                 uniform = runs.get((size, variant, seed))
-                label = f"{size} {LABELS[variant]} head dims {list(dims)} seed {seed}"
-                # head dims equal to the uniform ones name the uniform run, which the cache then loads
-                same = dims == m.layer_head_dims
-                realloc = self._train(self.spec(size, variant, seed, head_dim=None if same else dims), label)
-                if uniform is None or realloc is None:
+                trained = {
+                    name: self._realloc_run(variant, seed, dims, name) for name, dims in allocations.items()
+                }
+                if uniform is None:
                     continue
                 base = {"attn": _count(uniform.model.cfg, attention_only=True),
                         "ppl": math.exp(self._loss(uniform.model, size))}  # fmt: skip
-                for name, run, hd in (
-                    ("uniform", uniform, m.layer_head_dims),
-                    ("reallocated", realloc, dims),
-                ):
+                models = [("uniform", uniform, m.layer_head_dims)]
+                models += [(name, run, allocations[name]) for name, run in trained.items() if run is not None]
+                for name, run, hd in models:
                     attn, ppl = (
                         _count(run.model.cfg, attention_only=True),
                         math.exp(self._loss(run.model, size)),

@@ -7,11 +7,13 @@ attention kind; a variant without LayerNorm is drawn dashed (lines) or hatched (
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
-from attnlab.papers.sd_routing.presets import LABELS, MIN_RANK, SD_VARIANTS, VARIANTS
+from attnlab.papers.sd_routing.presets import LABELS, MIN_RANK, REALLOC_CONTROLS, SD_VARIANTS, VARIANTS
 from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS
 from attnlab.runner.style import color
 
@@ -109,20 +111,35 @@ def cascade(frame: pd.DataFrame, baseline: pd.DataFrame) -> plt.Figure:
 
 
 def scale_trend(trend: pd.DataFrame) -> plt.Figure:
-    """Fraction of layers at the minimum rank against non-embedding parameters, one panel per measure, one
-    line per variant (seed mean)."""
+    """The scale trend (the paper: 33 % at 18M -> 92 % at 355M): the fraction of layers at the minimum rank
+    against non-embedding parameters (log scale, each tick named by its size), one panel per rank measure,
+    one line per S-D variant (the claim's; seed mean, each seed a faint point). A panel where every size of
+    every variant sits at 0 % or at 100 % says so instead of drawing a flat line at the edge."""
+    trend = trend[trend["variant"].isin(SD_VARIANTS)]
     measures = list(dict.fromkeys(trend["measure"]))
-    fig, axes = plt.subplots(1, len(measures), figsize=(3.8 * len(measures), 3.4), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(measures), figsize=(3.8 * len(measures), 3.6), squeeze=False, sharey=True)
     for ax, measure in zip(axes[0], measures, strict=True):
         sub = trend[trend["measure"] == measure]
-        for variant in [v for v in VARIANTS if v in set(sub["variant"])]:
-            line = sub[sub["variant"] == variant].groupby("params")["fraction at min rank"].mean()
-            ax.plot(line.index, line, _dashes(variant), marker="o", color=_kind_color(variant),
+        for variant in [v for v in SD_VARIANTS if v in set(sub["variant"])]:
+            part = sub[sub["variant"] == variant]
+            ax.scatter(part["params"], 100 * part["fraction at min rank"], s=10, alpha=0.3,
+                       color=_kind_color(variant))  # fmt: skip
+            line = part.groupby("params")["fraction at min rank"].mean()
+            ax.plot(line.index, 100 * line, _dashes(variant), marker="o", color=_kind_color(variant),
                     label=LABELS[variant])  # fmt: skip
+        ticks = sub.groupby("size")["params"].median().sort_values()
         ax.set_xscale("log")
-        ax.set(ylim=(-0.05, 1.05), xlabel="parameters (non-embedding)", title=measure)
-    axes[0][0].set_ylabel(f"layers at rank <= {MIN_RANK}")
+        ax.set_xticks(ticks.to_numpy(), [f"{s}\n{p / 1e3:.0f}k" for s, p in ticks.items()], fontsize=7)
+        ax.minorticks_off()
+        ax.set(ylim=(-5, 105), xlabel="size (non-embedding parameters)", title=measure)
+        fractions = sub["fraction at min rank"]
+        if len(fractions) and (fractions.eq(0).all() or fractions.eq(1).all()):
+            edge = "0 %" if fractions.eq(0).all() else "100 %"
+            ax.text(0.5, 0.5, f"every size and seed at {edge}:\nno trend to read", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=9, color="grey")  # fmt: skip
+    axes[0][0].set_ylabel(f"layers at rank <= {MIN_RANK} (%)")
     axes[0][0].legend(fontsize=7)
+    fig.suptitle("scale trend: the share of S-D layers at the minimum rank", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -157,33 +174,67 @@ def collapse(frame: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+#: The perplexity changes (%) a log-ratio axis may label, from which those in the data's range are shown.
+RATIO_TICKS_PCT = (-50, -20, -10, -5, -2, 0, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000)
+
+
+def _ratio_axis(ax: plt.Axes) -> None:
+    """A y axis of perplexity ratios on a log scale, ticked and labelled as the change in percent (call after
+    plotting: the ticks are those of ``RATIO_TICKS_PCT`` inside the data's range, at most about seven)."""
+    ax.set_yscale("log")
+    low, high = ax.get_ylim()
+    gap = math.log(high / low) / 7  # ticks at least a seventh of the axis apart, 0 % always among them
+    candidates = [1 + t / 100 for t in RATIO_TICKS_PCT if low <= 1 + t / 100 <= high]
+    ticks = [1.0]
+    for ratio in sorted(candidates, key=lambda r: abs(math.log(r))):  # nearest 0 % first
+        if all(abs(math.log(ratio / kept)) >= gap for kept in ticks):
+            ticks.append(ratio)
+    ax.set_yticks(sorted(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{100 * (y - 1):+.0f} %"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(low, high)
+    ax.axhline(1.0, color="grey", lw=1)
+
+
 def linearisation(frame: pd.DataFrame, size: str) -> plt.Figure:
-    """Perplexity change with the first k layers as ELU+1 linear attention, post hoc (solid) and retrained
-    (markers only), per variant (seed mean)."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    for variant in [v for v in VARIANTS if v in set(frame["variant"])]:
-        sub = frame[frame["variant"] == variant]
-        for mode, style in (("post hoc", "-o"), ("retrained", "s")):
-            line = sub[sub["mode"] == mode].groupby("k")["ppl change %"].mean()
-            ax.plot(line.index, line, style, color=_kind_color(variant), ms=6 if mode == "retrained" else 4,
-                    label=f"{LABELS[variant]}, {mode}")  # fmt: skip
-    ax.set_yscale("symlog", linthresh=1.0)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.axhline(5.0, color="grey", ls=":", lw=1)
-    ax.set(title=f"linearisation ({size})", xlabel="leading layers replaced by ELU+1 linear attention",
-           ylabel="perplexity change (%)")  # fmt: skip
-    ax.legend(fontsize=7)
+    """Perplexity change with the first k layers as ELU+1 linear attention, relative to the same softmax
+    model (the paper: S-D's first 7 of 12 layers within 5 %): left, post hoc (the trained weights); right,
+    retrained from scratch. Log scale of the perplexity ratio, labelled in percent; seed mean, each seed a
+    faint point; dotted: the paper's 5 % tolerance."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    titles = {
+        "post hoc": f"post hoc, trained weights ({size})",
+        "retrained": f"retrained from scratch ({size})",
+    }
+    for ax, (mode, title) in zip(axes, titles.items(), strict=True):
+        sub = frame[frame["mode"] == mode]
+        for variant in [v for v in VARIANTS if v in set(sub["variant"])]:
+            part = sub[sub["variant"] == variant]
+            ratio = 1 + part["ppl change %"] / 100
+            ax.scatter(part["k"], ratio, s=10, alpha=0.3, color=_kind_color(variant))
+            line = ratio.groupby(part["k"]).mean()
+            ax.plot(line.index, line, "-o", ms=4, color=_kind_color(variant), label=LABELS[variant])
+        _ratio_axis(ax)
+        ax.axhline(1.05, color="grey", ls=":", lw=1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(title=title, xlabel="leading layers replaced by ELU+1 linear attention")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("perplexity change (log scale)")
     fig.tight_layout()
     return fig
 
 
 def reallocation(frame: pd.DataFrame) -> plt.Figure:
-    """Attention parameters against perplexity, the uniform and the reallocated model of each variant, one
+    """Attention parameters against perplexity, the uniform and the reallocated model of each variant and
+    the reallocation's two controls of the same total head dims (spread evenly, shuffled across layers), one
     point per seed."""
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for variant, sub in frame.groupby("variant", sort=False):
-        for model, marker in (("uniform", "o"), ("reallocated", "^")):
+        for model, marker in (("uniform", "o"), ("reallocated", "^"), (REALLOC_CONTROLS[0], "s"),
+                              (REALLOC_CONTROLS[1], "x")):  # fmt: skip
             part = sub[sub["model"] == model]
+            if part.empty:
+                continue
             ax.scatter(part["attn params"], part["ppl"], marker=marker, s=50, color=_kind_color(variant),
                        label=f"{LABELS[variant]}, {model} ({part['head dims'].iloc[0]})")  # fmt: skip
     ax.set(xlabel="attention parameters", ylabel="validation perplexity (per byte)",

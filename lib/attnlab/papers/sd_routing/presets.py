@@ -30,6 +30,9 @@ LABELS = {
 SD_VARIANTS = ("sd", "sd-noln", "sd-shared")
 #: The variants of the linearisation and reallocation probes.
 PROBE_VARIANTS = ("sa", "sd", "sd-shared")
+#: The reallocation's controls, retrained with the same seeds: the same total head dims spread evenly
+#: (``same_total_uniform``) and the measured dims shuffled across layers (``shuffled_dims``).
+REALLOC_CONTROLS = ("same total, uniform", "same total, shuffled")
 
 #: Reallocation (our rule): a layer's head dim is the number of dimensions holding this share of the routing
 #: energy ||S||_F^2 (head mean, rounded up to whole rotation planes), so a concentrated S gives a smaller
@@ -143,12 +146,16 @@ PRESETS: dict[str, Preset] = {
         probe="3L-32d", retrain_linear=(1,), min_head_dim=4, seeds=(0,), eval_windows=8,
         models=("minilm",), bench=Bench(seq_lens=(32, 64), batch_size=2, repeats=2),
     ),
-    # A 2-core laptop, at most 15 minutes: 5 variants x 2 sizes x 3 seeds and 15 probe retrains (45 runs of
-    # 300 steps), so the models are small (one head dim, 16, for every size: one random baseline) and short.
+    # A 2-core laptop: 5 variants x 4 sizes x 3 seeds, 9 linearisation retrains and 18 reallocation retrains
+    # (the measured dims and two controls of the same total; 87 runs of 300 steps), so the models are small
+    # (one head dim, 16, for every size: one random baseline) and short. Four sizes spanning 15x in
+    # non-embedding parameters (25k-385k), so the scale trend has the three sizes and 8x span it needs.
     "cpu": Preset(
         sizes={
-            "3L-48d": Size(_gpt(3, 48, 3, 16, 128), _train(300, 16, 128, 2e-3)),
-            "4L-64d": Size(_gpt(4, 64, 4, 16, 128), _train(300, 16, 128, 2e-3)),
+            name: Size(_gpt(n_layer, d, d // 16, 16, 128), _train(300, 16, 128, 2e-3))
+            for name, n_layer, d in (
+                ("2L-32d", 2, 32), ("3L-48d", 3, 48), ("4L-64d", 4, 64), ("5L-80d", 5, 80)
+            )
         },
         probe="4L-64d", retrain_linear=(1,), min_head_dim=4, seeds=(0, 1, 2), eval_windows=64,
         models=("minilm", "smollm2"), bench=Bench(seq_lens=(128, 1024), batch_size=4, repeats=5),

@@ -13,7 +13,8 @@ antisymmetric part R = (W - W^T) / 2 routes, its symmetric part F = (W + W^T) / 
 - intervenes: truncates an S-D head's D to its mean or removes its S (``sd_truncated``), does the same to the
   symmetric/antisymmetric parts of a standard head's form (``sa_truncated_forms`` + ``override_forms``),
   swaps the first layers for ELU+1 linear attention keeping the weights (``linearised``), and sets each
-  layer's head dim from the dimensions holding most of its routing energy (``head_dims_from_dims``).
+  layer's head dim from the dimensions holding most of its routing energy (``head_dims_from_dims``), beside
+  controls of the same total (``same_total_uniform``, ``shuffled_dims``).
 
 The weight-space analysis ignores positions: a RoPE head's score is x_i^T Wq^T R_{j-i} Wk x_j, whose form at
 offset 0 is the W analysed here; biases of the projections and LayerNorm gains are left out too.
@@ -29,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -422,3 +424,28 @@ def head_dims_from_dims(dims: list[float], base: int, minimum: int = 8) -> tuple
     docs/papers/sd-routing.md): a layer's measured routing dimensions (``energy_dims``, head mean) rounded up
     to whole rotation planes (an even number), clamped to [``minimum``, ``base``]."""
     return tuple(int(min(base, max(minimum, 2 * math.ceil(d / 2 - 1e-9)))) for d in dims)
+
+
+def same_total_uniform(dims: Sequence[int]) -> tuple[int, ...]:
+    """The reallocation's uniform control (docs/papers/sd-routing.md, "reallocation"): head dims with the same
+    total as ``dims``, spread as evenly as whole rotation planes allow (single dimensions where a dim is odd);
+    the layers that get one plane more are evenly spaced over depth."""
+    unit = 2 if all(d % 2 == 0 for d in dims) else 1
+    n = len(dims)
+    per, extra = divmod(sum(dims) // unit, n)
+    more = {int((i + 0.5) * n / extra) for i in range(extra)}
+    return tuple(unit * (per + (layer in more)) for layer in range(n))
+
+
+def shuffled_dims(dims: Sequence[int], seed: int = 0) -> tuple[int, ...]:
+    """The reallocation's shuffled control: the measured ``dims`` permuted across layers (seeded), redrawn
+    until the order differs from the measured one; ``dims`` itself when every permutation equals it (all dims
+    equal)."""
+    dims = tuple(int(d) for d in dims)
+    if len(set(dims)) < 2:
+        return dims
+    rng = np.random.default_rng(seed)
+    while True:
+        out = tuple(int(d) for d in rng.permutation(dims))
+        if out != dims:
+            return out

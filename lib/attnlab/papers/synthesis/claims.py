@@ -3,7 +3,8 @@
 control measured on the same seeds (same data order, same initialisation) are paired by seed
 (``paired_rule``), a trend over the eta_QK / eta_OV sweep by one slope per seed (``slope_rule``). Gates make a
 claim "not testable here" when a model involved learned nothing (``learned``: a diverged run counts) or, for
-the claims that XSA moves the first-token sink, when SA has no sink to move (``sink_present``).
+every claim about the first-token sink, when there is no sink (``sink_present``: SA's for the claims that XSA
+moves it, the kind's own for its sink-value geometry).
 
 The evidence arrives by name in one :class:`Evidence` bundle; every pairing is by seed name, never by the
 position of a row."""
@@ -96,15 +97,16 @@ def learned(initial: Mapping[Hashable, float], final: Mapping[Hashable, float]) 
                         rule=GATE)  # fmt: skip
 
 
-def sink_present(first_attention: Seeded, uniform: Seeded) -> Verdict | None:
-    """The gate before a claim that a kind moves the first-token sink: None when SA's attention on the first
-    token is above uniform causal attention's on it (``paired_rule`` by seed: "holds"); else "not testable
-    here" (there is no sink to move), with that paired difference as the evidence."""
+def sink_present(first_attention: Seeded, uniform: Seeded, who: str = "SA") -> Verdict | None:
+    """The gate before every claim about the first-token sink (contribution weights' sink; docs/papers/
+    synthesis.md, question 2): None when ``who``'s attention on the first token is above uniform causal
+    attention's on it (``paired_rule`` by seed: "holds"); else "not testable here" (there is no sink to move
+    or to describe), with that paired difference as the evidence."""
     v = paired_rule(first_attention, uniform, "above")
     if v.word == HOLDS:
         return None
     why = (
-        "SA's attention on the first token is not shown above uniform attention's "
+        f"{who}'s attention on the first token is not shown above uniform attention's "
         f"({_interval(v)}): there is no sink to move"
     )
     return replace(v, word=NOT_TESTABLE, why=why, rule=GATE)
@@ -238,11 +240,15 @@ def claims(exp: SynthesisExperiment, evidence: Evidence) -> list[Claim]:
         if kind in have:
             label = "SA" if kind == "sa" else "XSA"
             verdict = shift(seeds(kind, "sink_value_cos"), seeds(kind, "control_value_cos"), "below")
+            # a sink's value geometry needs a sink: the kind's own first-token attention above uniform's
+            own_sink = sink if kind == "sa" else sink_present(
+                seeds(kind, "first_attention"), seeds(kind, "uniform"), label
+            )  # fmt: skip
             add("sinks",
                 f"In {label}, the first token's projected values point along the others' less than an "
                 "ordinary token's do (the contribution-weights sink-value claim, against a control token)",
                 verdict, f"{label}: cos with token 0 - cos with the control token",
-                _learned_gate(losses, [kind]))  # fmt: skip
+                _learned_gate(losses, [kind]), own_sink)  # fmt: skip
     for kind in ("sd", "sd-shared"):
         if kind in have:
             add("routing",
@@ -304,7 +310,9 @@ def _sweep(
 
 
 def _ratio_claims(exp: SynthesisExperiment, values: pd.DataFrame, losses: pd.DataFrame) -> list[Claim]:
-    """Faster query-key learning in multi-layer LMs, over the ratios eta_QK / eta_OV trained: per kind, the
+    """Faster query-key learning in multi-layer LMs, over the ratios eta_QK / eta_OV trained with their
+    geometric mean held at the base rate (``SynthesisExperiment.spec``: QK x sqrt(r), OV / sqrt(r), so a ratio
+    does not also leave the tuned rate; QK-speed Fig. 4's ratio r): per kind, the
     trend per doubling of the ratio (``sweep_trend``: one slope on log2 ratio per seed) of the attention
     entropy (QK-speed: faster query-key learning sharpens attention) and of the final loss; and whether XSA
     changes the sharpening (the two kinds' entropy slopes, paired by seed)."""
@@ -323,7 +331,10 @@ def _ratio_claims(exp: SynthesisExperiment, values: pd.DataFrame, losses: pd.Dat
             v = sweep_trend(ratios, by_seed, "below")
             paper = "QK-speed: sharper attention in single-layer circuits" if column == "entropy" else OURS
             unit = "per doubling" if column == "entropy" else "nats/byte per doubling"
-            claim = f"Faster query-key learning (eta_QK / eta_OV from {span}) " + what.format(kind)
+            claim = (
+                f"Faster query-key learning (eta_QK / eta_OV from {span}, their geometric mean fixed) "
+                + (what.format(kind))
+            )
             out.append(
                 Claim("QK ratio", claim, paper, _ours(v, f"slope on log2 ratio, {unit}"), judged(v, gate))
             )

@@ -8,6 +8,7 @@ returned ``SynthesisExperiment``; nothing here is specific to a notebook cell.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,16 @@ Runs = dict[tuple[str, int, float], TrainResult]  # (kind, seed, eta_QK / eta_OV
 #: The source whose change invalidates a cached faithfulness result (the run's own key covers the model).
 
 
+def ratio_scales(ratio: float) -> tuple[float, float]:
+    """The learning-rate multipliers (QK, OV) of the ratio eta_QK / eta_OV = ``ratio`` with their geometric
+    mean fixed at 1 (the base rate): (sqrt(r), 1 / sqrt(r)). A reviewer's correction: multiplying only the QK
+    rate by r confounds the ratio with leaving the base rate, which was tuned for SA at ratio 1."""
+    if not ratio > 0:
+        raise ValueError(f"eta_QK / eta_OV must be > 0; got {ratio}")
+    root = math.sqrt(ratio)
+    return root, 1.0 / root
+
+
 @dataclass(frozen=True)
 class SynthesisExperiment(PaperExperiment):
     paper = PAPER
@@ -67,12 +78,16 @@ class SynthesisExperiment(PaperExperiment):
 
     def spec(self, kind: str, seed: int, ratio: float = 1.0) -> RunSpec:
         """The run of ``kind`` with ``seed``; ``ratio`` = eta_QK / eta_OV, the query and key projections'
-        learning rate (S-D: and its interaction L) relative to the others'. S-D's interaction learns at
-        ``INTERACTION_LR_SCALE`` times the base rate, as in the S-D notebook. At ratio 1 an SA, XSA or
-        previous-value run is the XSA notebook's run of the same seed (one cached run)."""
+        learning rate (S-D: and its interaction L) over the value and output projections'. Their geometric
+        mean stays at the base rate, XSA's tuned rate (``ratio_scales``: QK x sqrt(r), OV / sqrt(r)), so the
+        sweep does not also move the attention's overall rate away from the tuned one; the embeddings, MLPs,
+        norms and head learn at the base rate. S-D's interaction learns at ``INTERACTION_LR_SCALE`` times the
+        QK rate, as in the S-D notebook. At ratio 1 an SA, XSA or previous-value run is the XSA notebook's
+        run of the same seed (one cached run)."""
         scale = {"interaction": INTERACTION_LR_SCALE} if kind in SD_KINDS else {}
         if ratio != 1.0:
-            scale = {"qk": ratio, **{g: s * ratio for g, s in scale.items()}}
+            qk, ov = ratio_scales(ratio)
+            scale = {"qk": qk, "ov": ov, **{g: s * qk for g, s in scale.items()}}
         model = replace(self.preset.model, attn=self.attn(kind))
         return RunSpec(model, replace(self.preset.train, seed=seed, lr_scale=scale), self.preset.corpus)
 

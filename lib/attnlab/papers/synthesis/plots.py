@@ -112,7 +112,8 @@ def sink_geometry(values: pd.DataFrame, kinds: list[str]) -> plt.Figure:
 
 def ratio_effects(values: pd.DataFrame, kinds: list[str]) -> plt.Figure:
     """The eta_QK / eta_OV question: normalised attention entropy and final validation loss against the
-    ratio, per kind (mean over seeds, seeds as dots)."""
+    ratio (QK x sqrt(r), OV / sqrt(r): their geometric mean at the tuned base rate), per kind (mean over
+    seeds, seeds as dots)."""
     data = values[(values["state"] == "trained") & values["kind"].isin(kinds)]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for ax, column, label in zip(
@@ -127,7 +128,7 @@ def ratio_effects(values: pd.DataFrame, kinds: list[str]) -> plt.Figure:
             ax.plot(mean.index, mean.to_numpy(), marker="o", color=color(kind), label=_label(kind))
             ax.scatter(sub["ratio"], sub[column], s=10, color=color(kind), alpha=0.5)
         ax.set_xscale("log", base=2)
-        ax.set(xlabel="eta_QK / eta_OV", ylabel=label, title=label)
+        ax.set(xlabel="eta_QK / eta_OV (geometric mean of the two rates fixed)", ylabel=label, title=label)
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
