@@ -234,8 +234,10 @@ def test_controls_project_out_their_own_direction():
     cap = {}
     prev(x, cap)
     assert torch.allclose(cap["z"][:, :, 0], cap["y"][:, :, 0])  # no previous token: z_0 = y_0
-    # the random direction is fixed by the layer index, not by the global RNG
-    torch.manual_seed(123)
+    # the random direction is fixed by the run's seed and the layer index, not by earlier draws of the global
+    # RNG (tests/test_xsa_controls.py checks that seeds differ)
+    torch.manual_seed(0)
+    torch.randn(7)
     assert torch.equal(RandomDirectionExclusion(cfg).direction, rnd.direction)
     assert not torch.equal(RandomDirectionExclusion(cfg, layer=1).direction, rnd.direction)
 

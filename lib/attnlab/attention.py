@@ -25,6 +25,7 @@ Each kind registers in ``ATTENTION_KINDS``. Shapes: B batch, T time, H query hea
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, ClassVar
@@ -236,12 +237,21 @@ class ExclusiveSelfAttention(CausalSelfAttention):
         return exclusive(y, v)
 
 
+def random_direction_seed(run_seed: int, layer: int) -> int:
+    """The seed of ``RandomDirectionExclusion``'s direction in ``layer`` of a run seeded ``run_seed``: a
+    digest of both (distinct pairs give unrelated generators), in the range ``torch.Generator`` accepts."""
+    digest = hashlib.sha256(f"xsa-random {run_seed} {layer}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
 class RandomDirectionExclusion(CausalSelfAttention):
     """XSA's control (not in the paper): the same rank-1 projection as XSA, z_i = y_i - (y_i . u) u, but of a
     fixed random unit direction u per head instead of the token's own value v_i. If XSA's gain comes from
     removing the own-value direction, this control does not share it; if any rank-1 projection helps, it
-    does. u is drawn once per layer from its own generator (seeded by the layer index, so the model's other
-    weights are initialised exactly as for SA and XSA) and stored as a buffer, not trained."""
+    does. u is drawn once per layer from its own generator, seeded by the run's seed (the seed of torch's
+    global generator, which training sets before it builds the model) and the layer index, so each seed
+    draws its own directions while the model's other weights are initialised exactly as for SA and XSA; it is
+    stored as a buffer (a cached model loads it back), not trained."""
 
     kind = "xsa-random"
     values_additive = False
@@ -249,7 +259,7 @@ class RandomDirectionExclusion(CausalSelfAttention):
 
     def __init__(self, cfg: GPTConfig, layer: int = 0) -> None:
         super().__init__(cfg, layer)
-        gen = torch.Generator().manual_seed(1_000_003 + layer)
+        gen = torch.Generator().manual_seed(random_direction_seed(torch.initial_seed(), layer))
         u = torch.randn(self.n_head, self.head_dim, generator=gen)
         self.register_buffer("direction", F.normalize(u, dim=-1))  # (H, d)
 

@@ -7,8 +7,9 @@ The notebook ``notebooks/xsa.ipynb`` calls ``configure`` with its parameters, th
 
 from __future__ import annotations
 
+import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,13 +17,25 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
+from attnlab import paths
 from attnlab.data import shards
-from attnlab.data.tasks import TASKS, accuracy, load_task
+from attnlab.data.tasks import TASKS, MultipleChoice, choice_logprobs, load_task
+from attnlab.data.tokenizer import Tokenizer
 from attnlab.errors import ParameterError
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment, with_steps
 from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
 from attnlab.papers.xsa.presets import GPU_CORPUS, GPU_CORPUS_COMMAND, PAPER_TABLE1, PRESETS, Preset
+from attnlab.papers.xsa.zero_shot import (
+    BASELINES,
+    SAMPLE_SEED,
+    SCORINGS,
+    accuracy,
+    best_baseline,
+    no_prompt_accuracy,
+    sample_items,
+    trivial_baselines,
+)
 from attnlab.runner.params import (
     check_count,
     check_device,
@@ -43,7 +56,7 @@ from attnlab.training.cache import (
     corpus_tokens,
     resolve_corpus,
 )
-from attnlab.training.launch import launch
+from attnlab.training.launch import launch, nproc_default
 from attnlab.training.trainer import TrainResult, validation_windows
 
 # claims are judged after the computation: imported where used, outside the results' code keys
@@ -56,6 +69,12 @@ KINDS = ("sa", "xsa")
 CONTROLS = ("xsa-random", "xsa-prev")  # XSA's controls (not in the paper): other rank-1 projections
 
 Runs = dict[tuple, TrainResult]
+# Where the torch thread count of each run trained by this notebook is kept, beside the results cache: a
+# CPU run's losses depend on it (the order of its float reductions), so a retrained seed is checked against
+# runs.csv only with the same count.
+THREADS_KIND = "xsa_run_threads"
+# The columns of the table of every run (runs.csv): what identifies a run, its final losses, its threads.
+RUN_COLUMNS = ("size", "kind", "seed", "lr", "seq_len", "n_sink", "steps", "train", "validation", "threads")
 
 
 def _final_losses(run: TrainResult) -> dict[str, float]:
@@ -116,7 +135,31 @@ class XSAExperiment(PaperExperiment):
     device: str
 
     def _train(self, spec: RunSpec, label: str) -> TrainResult:
-        return launch(spec, device=self.device, label=label, micro_tokens=self.preset.micro_tokens)
+        run = launch(spec, device=self.device, label=label, micro_tokens=self.preset.micro_tokens)
+        if not run.cached:
+            self._record_threads(spec)
+        return run
+
+    def _threads_file(self, spec: RunSpec) -> Path:
+        return paths.build_dir() / "results" / THREADS_KIND / f"{spec.key(self.torch_device)}.json"
+
+    def _record_threads(self, spec: RunSpec) -> None:
+        """Keep the torch thread count the run ``spec`` was just trained with (None when torchrun trained it
+        in several processes, whose threads this process does not see)."""
+        processes = nproc_default()
+        record = {"threads": torch.get_num_threads() if processes == 1 else None, "processes": processes}
+        path = self._threads_file(spec)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record))
+
+    def training_threads(self, spec: RunSpec) -> int | None:
+        """The torch thread count the run ``spec`` was trained with; None where it is not known (a run trained
+        before the count was recorded, or by several processes)."""
+        path = self._threads_file(spec)
+        if not path.is_file():
+            return None
+        threads = json.loads(path.read_text()).get("threads")
+        return None if threads is None else int(threads)
 
     def spec(
         self,
@@ -283,6 +326,11 @@ class XSAExperiment(PaperExperiment):
                                        value_name="gap")  # fmt: skip
         return tidy.dropna(subset=["gap"])
 
+    def warmup_steps(self) -> dict[str, int]:
+        """Each trained size's warm-up steps: the gap over training is read well after them
+        (:func:`attnlab.papers.xsa.claims.early_and_final`)."""
+        return {size: self.preset.sizes[size].train.warmup_steps for size in self.sizes}
+
     def results_cached(self, runs: Runs) -> str:
         n = sum(r.cached for r in runs.values())
         return f"{n} of {len(runs)} training runs were loaded from the results cache."
@@ -363,6 +411,47 @@ class XSAExperiment(PaperExperiment):
             frames.append(frame.assign(kind=kind, seed=seed, n_sink=n_sink))
         return pd.concat(frames, ignore_index=True)
 
+    # Every run --------------------------------------------------------------------------------------------
+
+    def _run_row(self, size: str, spec: RunSpec, losses: Mapping[str, float]) -> dict:
+        """A row of :meth:`run_table`: what identifies the run ``spec``, its final losses, its threads."""
+        return {
+            "size": size, "kind": spec.model.attn, "seed": spec.train.seed, "lr": spec.train.lr,
+            "seq_len": spec.train.seq_len, "n_sink": spec.model.n_sink, "steps": spec.train.steps,
+            "train": float(losses["train"]), "validation": float(losses["validation"]),
+            "threads": self.training_threads(spec),
+        }  # fmt: skip
+
+    def run_table(
+        self, grids: dict[str, Grid], runs: Runs, seq_sweep: pd.DataFrame, sink_sweep: pd.DataFrame
+    ) -> pd.DataFrame:
+        """Every training run of the notebook once (the grids of Fig. 4, Fig. 3 and its controls, the sweeps
+        of Figs. 5-6; a run shared between them appears once): size, kind, seed, lr, seq_len, n_sink, steps,
+        the final train and validation loss (:func:`_final_losses`) and the torch thread count it was trained
+        with (empty where unknown), so that one retrained seed can be checked against it (``runs.csv``)."""
+        rows = []
+        for size, grid in grids.items():
+            for r in grid.frame.to_dict("records"):
+                rows.append(self._run_row(size, self.spec(size, r["kind"], r["seed"], r["lr"]), r))
+        for (size, kind, seed), run in runs.items():
+            spec = self.spec(size, kind, seed, self._best(grids, size))
+            rows.append(self._run_row(size, spec, _final_losses(run)))
+        sw = self.preset.sweep
+        for frame, axis in ((seq_sweep, "seq_len"), (sink_sweep, "n_sink")):
+            for r in frame.to_dict("records"):
+                spec = self.spec(sw.size, r["kind"], r["seed"], grids[sw.size].best, **{axis: r[axis]})
+                rows.append(self._run_row(sw.size, spec, r))
+        table = pd.DataFrame(rows, columns=list(RUN_COLUMNS)).astype({"threads": "Int64"})
+        identity = ["size", "kind", "seed", "lr", "seq_len", "n_sink"]
+        return table.drop_duplicates(identity).sort_values(identity, kind="stable").reset_index(drop=True)
+
+    def save_run_table(self, table: pd.DataFrame) -> Path:
+        """Write :meth:`run_table` to ``figures/<scale>/xsa/runs.csv`` (losses at full precision)."""
+        self.figures.mkdir(parents=True, exist_ok=True)
+        path = self.figures / "runs.csv"
+        table.to_csv(path, index=False)
+        return path
+
     def planned_runs(self) -> dict[str, PlannedRun]:
         """Every training run of the notebook (Figs. 3-6), for :mod:`attnlab.runner.plan`: the preset's
         grids (not the extensions a search may add), and Figs. 3, 5, 6 at the preset's rate standing in for
@@ -391,43 +480,60 @@ class XSAExperiment(PaperExperiment):
     # Table 2 ------------------------------------------------------------------------------------------
 
     def zero_shot(self, runs: Runs, grids: dict[str, Grid] | None = None) -> pd.DataFrame:
-        """Table 2: zero-shot accuracy of the deepest size's SA and XSA models on BIG-bench tasks (cached per
-        trained run, task and item limit; ``grids`` as for :meth:`train_all`), with each task's chance level
-        (the mean of 1 / choices over its items) and the items answered correctly (accuracy x n, rounded:
-        ties earn fractional credit)."""
+        """Table 2: zero-shot accuracy of the deepest size's SA and XSA models on BIG-bench tasks (a fixed
+        random sample of ``task_limit`` items each, :func:`~attnlab.papers.xsa.zero_shot.sample_items`), under
+        each scoring of :data:`~attnlab.papers.xsa.zero_shot.SCORINGS` (cached per trained run, task and item
+        sample; ``grids`` as for :meth:`train_all`). A row per (task, kind, seed, scoring): the accuracy, the
+        items answered correctly (accuracy x n, rounded: ties earn fractional credit) and the task's trivial
+        baselines (:func:`~attnlab.papers.xsa.zero_shot.trivial_baselines`; ``no_prompt``: this model's
+        preferred answer without the prompt)."""
         size = self.sizes[-1]
-        tokenizer = corpus_tokenizer(self.preset.corpus)
         rows = []
         for task in TASKS:
-            items = load_task(task, self.preset.task_limit)
-            chance = statistics.fmean(1 / len(item.choices) for item in items)
+            items = sample_items(load_task(task), self.preset.task_limit)
+            baselines = trivial_baselines(items)
             for kind in KINDS:
                 for seed in self.seeds:
-                    model = runs[size, kind, seed].model
                     spec = self.spec(size, kind, seed, self._best(grids, size))
-                    key = {"run": spec.key(self.torch_device), "task": task, "limit": self.preset.task_limit,
-                           "tokenizer": tokenizer.name}  # fmt: skip
-
-                    def compute(model: GPT = model, items: list = items) -> dict:
-                        return {"n": len(items), "accuracy": accuracy(model, items, tokenizer)}
-
-                    result, _ = cached_result("xsa_zero_shot", key, compute)
-                    rows.append({"task": task, "n": result["n"], "chance": chance, "kind": kind, "seed": seed,
-                                 "accuracy": result["accuracy"],
-                                 "correct": round(result["accuracy"] * result["n"])})  # fmt: skip
+                    result = self._zero_shot_scores(task, items, runs[size, kind, seed].model, spec)
+                    for scoring in SCORINGS:
+                        acc = result["accuracy"][scoring]
+                        rows.append({"task": task, "n": result["n"], "kind": kind, "seed": seed,
+                                     "scoring": scoring, "accuracy": acc, "correct": round(acc * result["n"]),
+                                     **baselines, "no_prompt": result["no_prompt"]})  # fmt: skip
         return pd.DataFrame(rows)
+
+    def _zero_shot_scores(self, task: str, items: list[MultipleChoice], model: GPT, spec: RunSpec) -> dict:
+        """The scores on ``task`` of ``model`` (trained as ``spec``), from the results cache: every choice's
+        summed log-likelihood with and without the prompt, the accuracy under each scoring, and the no-prompt
+        baseline."""
+        tokenizer = corpus_tokenizer(self.preset.corpus)
+        key = {"run": spec.key(self.torch_device), "task": task, "limit": self.preset.task_limit,
+               "sample_seed": SAMPLE_SEED, "tokenizer": tokenizer.name}  # fmt: skip
+
+        def compute() -> dict:
+            conditional = choice_logprobs(model, items, tokenizer=tokenizer)
+            unconditional = _unconditional_logprobs(model, items, tokenizer)
+            return {"n": len(items), "conditional": conditional, "unconditional": unconditional,
+                    "accuracy": {s: accuracy(items, conditional, unconditional, s) for s in SCORINGS},
+                    "no_prompt": no_prompt_accuracy(items, unconditional)}  # fmt: skip
+
+        return cached_result("xsa_zero_shot_scores", key, compute)[0]
 
     @staticmethod
     def zero_shot_table(zero_shot: pd.DataFrame) -> pd.DataFrame:
-        """Table 2 per task and kind: mean accuracy over seeds, its 95% Wilson interval (items answered
-        correctly, seed mean) and the task's chance level."""
+        """Table 2 per task, scoring and kind: mean accuracy over seeds, its 95% Wilson interval (items
+        answered correctly, seed mean), the task's chance level and its best trivial baseline (name and
+        accuracy; the no-prompt baseline as a seed mean)."""
         rows = []
-        for (task, kind), g in zero_shot.groupby(["task", "kind"], sort=False):
+        for (task, scoring, kind), g in zero_shot.groupby(["task", "scoring", "kind"], sort=False):
             n = int(g["n"].iloc[0])
             est = binomial_interval(round(g["correct"].mean()), n)
-            rows.append({"task": task, "kind": kind, "n": n, "chance": g["chance"].iloc[0],
+            name, value = best_baseline({b: float(g[b].mean()) for b in BASELINES})
+            rows.append({"task": task, "scoring": scoring, "kind": kind, "n": n,
+                         "chance": g["chance"].iloc[0], "baseline": name, "baseline_accuracy": value,
                          "accuracy": est.mean, "low": est.low, "high": est.high})  # fmt: skip
-        return pd.DataFrame(rows).set_index(["task", "kind"])
+        return pd.DataFrame(rows).set_index(["task", "scoring", "kind"])
 
     # Claims -------------------------------------------------------------------------------------------
 
@@ -437,6 +543,20 @@ class XSAExperiment(PaperExperiment):
         from attnlab.papers.xsa.claims import claims as xsa_claims  # judged after computing
 
         return xsa_claims(self, evidence)
+
+
+def _unconditional_logprobs(
+    model: GPT, items: list[MultipleChoice], tokenizer: Tokenizer | None
+) -> list[list[float]]:
+    """Each choice's summed log-likelihood without the prompt (after the newline that
+    :func:`~attnlab.data.tasks.choice_logprobs` puts before every context), computed once per distinct set of
+    choices."""
+    distinct = list(dict.fromkeys(item.choices for item in items))
+    scored = choice_logprobs(
+        model, [MultipleChoice("", choices, 0) for choices in distinct], tokenizer=tokenizer
+    )
+    by_choices = dict(zip(distinct, scored, strict=True))
+    return [by_choices[item.choices] for item in items]
 
 
 def _count_params(model: GPTConfig) -> int:

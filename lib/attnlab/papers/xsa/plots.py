@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -142,10 +144,13 @@ def _interval_band(ax: plt.Axes, frame: pd.DataFrame, x: str, y: str, label: str
         ax.fill_between(xs, low, high, color=line_color, alpha=0.2, lw=0)
 
 
-def gap_over_training(gaps: pd.DataFrame) -> plt.Figure:
+def gap_over_training(gaps: pd.DataFrame, warmups: Mapping[str, int]) -> plt.Figure:
     """Gap over training (Fig. 3): each kind's validation loss minus SA's of the same seed against the
-    training tokens seen, one panel per size; line: mean over seeds, band: its 95% interval; the dotted
-    line at a quarter of training is where the claims read the early gap."""
+    training tokens seen, one panel per size; line: mean over seeds, band: its 95% interval; the dashed
+    line is the early evaluation where the claims read the gap (:func:`attnlab.papers.xsa.claims.
+    early_and_final`, from each size's warm-up steps ``warmups``), the last evaluation the final one."""
+    from attnlab.papers.xsa.claims import early_and_final
+
     sizes = list(dict.fromkeys(gaps["size"]))
     fig, axes = plt.subplots(1, len(sizes), figsize=(5.2 * len(sizes), 3.6), squeeze=False)
     for ax, size in zip(axes[0], sizes, strict=True):
@@ -153,8 +158,10 @@ def gap_over_training(gaps: pd.DataFrame) -> plt.Figure:
         for kind in [k for k in KIND_LABELS if k in set(sub["kind"])]:
             _interval_band(ax, sub[sub["kind"] == kind], "tokens", "gap", f"{KIND_LABELS[kind]} - SA",
                            color(kind))  # fmt: skip
+        early, _ = early_and_final(sub, warmups[size])
+        tokens = sub.loc[sub["step"] == early, "tokens"].iloc[0]
         ax.axhline(0.0, color="grey", ls=":", lw=1)
-        ax.axvline(sub["tokens"].max() / 4, color="grey", ls="--", lw=0.8, label="a quarter of training")
+        ax.axvline(tokens, color="grey", ls="--", lw=0.8, label=f"early reading (step {early})")
         ax.set(title=size, xlabel="training tokens seen", ylabel="validation loss minus SA's (nats / byte)")
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -162,30 +169,40 @@ def gap_over_training(gaps: pd.DataFrame) -> plt.Figure:
 
 
 def paired_gaps(finals: pd.DataFrame) -> plt.Figure:
-    """Fig. 3's final validation gaps: each kind minus SA, one point per seed (paired: same seed), with the
-    mean and its 95% interval, one panel per size."""
+    """Fig. 3's final validation gaps: each kind minus SA, one point per seed (paired: same seed) and, beside
+    the points, their mean over seeds with its 95% t interval (diamond and bar: what the claims judge), one
+    panel per size."""
     val = finals["validation"]
     sizes = list(dict.fromkeys(val.index.get_level_values("size")))
-    fig, axes = plt.subplots(1, len(sizes), figsize=(4.6 * len(sizes), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4.6 * len(sizes), 3.9), squeeze=False)
     for ax, size in zip(axes[0], sizes, strict=True):
         f = val.loc[size]
         kinds = [k for k in KIND_LABELS if k in f.columns and k != "sa" and f[k].notna().all()]
         for i, kind in enumerate(kinds):
             d = (f[kind] - f["sa"]).to_numpy()
             est = mean_interval(d.tolist())
-            ax.scatter(np.full(len(d), i), d, color=color(kind), alpha=0.6, s=18)
-            ax.errorbar(i + 0.2, est.mean, yerr=[[est.mean - est.low], [est.high - est.mean]]
+            ax.scatter(np.full(len(d), i - 0.1), d, color=color(kind), alpha=0.6, s=18)
+            ax.errorbar(i + 0.1, est.mean, yerr=[[est.mean - est.low], [est.high - est.mean]]
                         if np.isfinite(est.low) else None, fmt="D", color=color(kind), capsize=4)  # fmt: skip
         ax.axhline(0.0, color="grey", ls=":", lw=1)
-        ax.set_xticks(range(len(kinds)), [KIND_LABELS[k].replace("XSA control: ", "") for k in kinds])
-        ax.set(title=size, ylabel="final validation loss minus SA's (nats / byte)")
-    fig.tight_layout()
+        ax.set_xlim(-0.6, len(kinds) - 0.4)  # the mean beside its own dots, however few kinds there are
+        ax.set_xticks(range(len(kinds)), [KIND_LABELS[k].replace("XSA control: ", "").replace(" ", "\n")
+                                          for k in kinds])  # fmt: skip
+        ax.set(title=f"{size} ({len(f)} seeds)", ylabel="final validation loss minus SA's (nats / byte)")
+    handles = [
+        axes[0, 0].scatter([], [], color="grey", alpha=0.6, s=18, label="one seed: its loss minus SA's"),
+        axes[0, 0].errorbar([], [], yerr=[], fmt="D", color="grey", capsize=4,
+                            label="mean over seeds and its 95% t interval (what the claims judge)"),
+    ]  # fmt: skip
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
 def sink_attention(sink_mass: pd.DataFrame) -> plt.Figure:
     """Fig. 6, measured: attention mass on the learned sinks (left) and on the first real token (right) by
-    layer, one line per (kind, sink count) (mean over seeds); dashed grey: uniform causal attention."""
+    layer, one line per (kind, sink count) (mean over seeds); thin dashed lines: what uniform causal
+    attention would put there with each sink count, each labelled with its count at its right end."""
     data = sink_mass.assign(kind=sink_mass["kind"].map(KIND_LABELS), layer=sink_mass["layer"] + 1)
     with_sinks = data[data["n_sink"] > 0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -197,10 +214,13 @@ def sink_attention(sink_mass: pd.DataFrame) -> plt.Figure:
             continue
         sns.lineplot(data=frame, x="layer", y=y, hue="kind", style="n_sink", marker="o", errorbar=None,
                      palette=KIND_COLORS, ax=ax)  # fmt: skip
-        for _, g in frame.groupby("n_sink"):
+        for n_sink, g in frame.groupby("n_sink"):
             u = g.groupby("layer")[ref].mean()
             ax.plot(u.index, u.to_numpy(), ls="--", color=color("chance"), lw=1)
-        ax.plot([], [], ls="--", color=color("chance"), label="uniform attention")
+            ax.annotate(f"uniform, {n_sink} sink{'s' * (n_sink != 1)}", (u.index[-1], u.iloc[-1]),
+                        xytext=(-2, 2), textcoords="offset points", fontsize=7, ha="right", va="bottom",
+                        color=color("chance"))  # fmt: skip
+        ax.plot([], [], ls="--", color=color("chance"), lw=1, label="uniform causal attention (per count)")
         ax.set(title=title, xlabel="layer", ylabel="attention mass")
         ax.set_xticks(sorted(frame["layer"].unique()))
         ax.legend(fontsize=7)

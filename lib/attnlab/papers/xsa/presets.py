@@ -69,7 +69,7 @@ class Preset:
     diag_sequences: int  # validation sequences for Figs. 1 and 6 (attention mass)
     sweep: Sweep
     bench: Bench
-    task_limit: int | None  # examples per zero-shot task (Table 2); None = all
+    task_limit: int | None  # examples per zero-shot task (Table 2), a fixed random sample; None = all
     corpus: str = (
         "shakespeare"  # a corpus name, or a folder of token shards (``python -m attnlab.data.shards``)
     )
@@ -117,9 +117,9 @@ PRESETS: dict[str, Preset] = {
         control_sizes=("2L-32d",),
         lr_extensions=0,
     ),
-    # A 2-core laptop, under 30 minutes: a 2-layer model that carries the sweeps, the controls and five
-    # seeds, and an 8-layer model for Fig. 1's depth trend; 0.8-1M tokens a run (docs/papers/xsa.md,
-    # "Budget").
+    # A 2-core laptop: a 2-layer model that carries the sweeps, and an 8-layer model for Fig. 1's depth
+    # trend, each with five seeds, both controls and a learning-rate grid of three seeds at every rate (with
+    # one seed, 8L-64d's Fig. 4 slope had no interval); 0.8-1M tokens a run (docs/papers/xsa.md, "Budget").
     "cpu": Preset(
         sizes={
             "2L-64d": Size(
@@ -128,7 +128,7 @@ PRESETS: dict[str, Preset] = {
             ),
             "8L-64d": Size(
                 _gpt(8, 64, 4, 16, 128), _train(400, 16, 128, 2e-3, 40, 20, eval_batches=6),
-                lrs=(1e-3, 2e-3, 4e-3), grid_seeds=1,
+                lrs=(1e-3, 2e-3, 4e-3), grid_seeds=3,
             ),
         },
         seeds=(0, 1, 2, 3, 4),
@@ -137,8 +137,8 @@ PRESETS: dict[str, Preset] = {
         bench=Bench(
             d_models=(64, 128, 256), seq_lens=(64, 128, 256, 512), batch_size=8, head_dim=32, repeats=10
         ),
-        task_limit=300,  # items per task (the first ones), for ten models
-        control_sizes=("2L-64d",),
+        task_limit=300,  # items per task (a fixed random sample, zero_shot.sample_items), for ten models
+        control_sizes=("2L-64d", "8L-64d"),
     ),
     # One large GPU, a few hours (make plan): FineWeb bytes, never more than one epoch.
     "gpu": Preset(
