@@ -220,6 +220,14 @@ def test_hf_query_key_extraction_for_llama_and_bert():
     qk = hf_qk(bert)
     assert len(qk) == 2 and qk[0][0].shape == (3, 8, 24)
     torch.testing.assert_close(qk[0][0].reshape(24, 24), bert.encoder.layer[0].attention.self.query.weight)
+    from transformers import MPNetConfig, MPNetModel  # its projections are named q and k
+
+    mpnet = MPNetModel(MPNetConfig(
+        hidden_size=24, num_attention_heads=3, num_hidden_layers=2, intermediate_size=48, vocab_size=50,
+    ))  # fmt: skip
+    qk = hf_qk(mpnet)
+    assert len(qk) == 2 and qk[1][1].shape == (3, 8, 24)
+    torch.testing.assert_close(qk[1][1].reshape(24, 24), mpnet.encoder.layer[1].attention.attn.k.weight)
 
 
 def _trained_like(kind: str, seed: int = 0, **kw) -> GPT:

