@@ -11,7 +11,13 @@ import torch
 from attnlab.errors import TrainingDiverged
 from attnlab.papers import qk_speed
 from attnlab.papers.qk_speed.batched import CircuitSpec, CircuitStack, train_circuits
-from attnlab.papers.qk_speed.circuits import CIRCUITS, evaluate_circuit, make_circuit, train_circuit
+from attnlab.papers.qk_speed.circuits import (
+    CIRCUITS,
+    attention_shift,
+    evaluate_circuit,
+    make_circuit,
+    train_circuit,
+)
 from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
 
 RTOL = 1e-5
@@ -186,8 +192,8 @@ def test_the_experiment_trains_fig2_and_the_ratio_sweep_at_once_as_one_by_one(bu
     tiny = replace(base.preset.circuits, batches_per_epoch=5, max_epochs=2, eval_size=64, ratios=(1.0, 3.0))
     exp = replace(base, preset=replace(base.preset, circuits=tiny, ratio_seeds=2))
     configs = exp.circuit_configs()
-    # the ratio sweep at x1 from the default QK init is Fig. 2's row-1 FAFO run: trained once
-    assert len(configs) == len(qk_speed.fig2_runs(tiny)) * 2 + len(tiny.ratio_inits) * 2 * 2 - 2
+    # the ratio sweep at x1 from either QK init is Fig. 2's row-1 FAFO run from that init: trained once
+    assert len(configs) == len(qk_speed.fig2_runs(tiny)) * 2 + len(tiny.ratio_inits) * 2 * 2 - 2 * 2
     assert {(cfg["max_epochs"], cfg["loss_stop"]) for cfg in configs} == {(2, 1e-3), (2, 1e-3), (3, None)}
     fig2 = exp.fig2()
     assert exp.cached == {"loaded": 0, "computed": len(exp._fig2_jobs())}
@@ -205,6 +211,12 @@ def test_the_experiment_trains_fig2_and_the_ratio_sweep_at_once_as_one_by_one(bu
         )
         assert (r.ratio, r.seed, r.epochs) == (ratio_value, seed, len(single.history["epoch"]))
         assert r.mass == pytest.approx(stats["distinct_mass"].mean(), rel=1e-5)
+        assert r.query_mass == pytest.approx(stats["query_mass"].mean(), rel=1e-5)
+        start = make_circuit("fafo", seed=seed, qk_init=init)
+        held_out = sample_batch(c.eval_size, c.seq_len, seeded_generator(seed, 2))
+        assert r.moved == pytest.approx(
+            attention_shift(single.model, start, held_out).mean(), rel=1e-4, abs=1e-9
+        )
         assert r.true_prob == pytest.approx(stats["true_prob"].mean(), rel=1e-5)
     again = replace(exp, cached={"loaded": 0, "computed": 0}, prefetched=set())
     pd.testing.assert_frame_equal(again.fig2(), fig2)

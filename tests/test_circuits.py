@@ -15,6 +15,7 @@ from attnlab.papers.qk_speed.circuits import (
     FAFO,
     FixedAttentionCollapsed,
     FixedAttentionFactorised,
+    attention_shift,
     evaluate_circuit,
     fixed_attention,
     make_circuit,
@@ -207,6 +208,31 @@ def test_evaluate_circuit_reads_mass_and_probability_from_one_pass():
     probs = logits.softmax(-1)
     np.testing.assert_allclose(stats["true_prob"], probs[torch.arange(16), batch.targets].numpy(), rtol=1e-5)
     assert (stats["correct"] == (logits.argmax(-1) == batch.targets).numpy()).all()
+    # the query token: the last input and its repeats in the context, whose class it alone identifies
+    query = batch.inputs == batch.inputs[:, -1:]
+    assert query[:, -1].all() and (query.sum(-1) > 1).any()  # repeats occur (the query tokens are common)
+    np.testing.assert_allclose(stats["query_mass"], (attn * query).sum(-1).numpy(), rtol=1e-6)
+    assert not np.allclose(stats["query_mass"], attn[:, -1].numpy())  # the token, not only the position
+
+
+def test_attention_shift_is_zero_at_the_init_and_measures_how_far_attention_moved():
+    batch = sample_batch(32, 20, seeded_generator(3))
+    start = make_circuit("fafo", seed=1, qk_init="default")
+    assert np.array_equal(attention_shift(make_circuit("fafo", seed=1, qk_init="default"), start, batch),
+                          np.zeros(32))  # fmt: skip
+    moved = make_circuit("fafo", seed=1, qk_init="default")
+    with torch.no_grad():
+        moved.W_K.mul_(40.0)  # sharper scores: attention leaves the init's near-uniform pattern
+    shift = attention_shift(moved, start, batch)
+    with torch.no_grad():
+        a, a0 = moved(batch.inputs).attn, start(batch.inputs).attn
+    np.testing.assert_allclose(shift, 0.5 * (a - a0).abs().sum(-1).numpy(), rtol=1e-6)
+    assert (shift > 0.05).all() and (shift <= 1).all()
+    # from 1e-6 I the QK circuit sits at a saddle: an OV update alone leaves the attention where it was
+    fafo, still = make_circuit("fafo", seed=1), make_circuit("fafo", seed=1)
+    with torch.no_grad():
+        fafo.W_O.add_(0.5)
+    assert attention_shift(fafo, still, batch).max() == 0.0
 
 
 def test_fixed_attention_pattern():
@@ -245,6 +271,9 @@ def test_qk_init_overrides_the_qk_matrices_only():
     assert torch.equal(make_circuit("fafo", seed=0).W_Q, 1e-6 * torch.eye(50))
     faco = make_circuit("faco", seed=0, collapsed_init="identity")  # Net_p2: all three at 1e-6 I
     assert torch.equal(faco.W_OV, 1e-6 * torch.eye(50)) and torch.equal(faco.W_Q, 1e-6 * torch.eye(50))
+    cafo = make_circuit("cafo", seed=0, qk_init="identity")  # Net_p3: W_QK, W_V, W_O at 1e-6 I
+    assert torch.equal(cafo.W_QK, 1e-6 * torch.eye(50)) and torch.equal(cafo.W_V, 1e-6 * torch.eye(50))
+    assert make_circuit("cafo", seed=0).W_QK.abs().max() > 1e-3  # the collapsed default: nn.Linear's
     with pytest.raises(ValueError, match="qk_init"):
         make_circuit("fafo", qk_init="zeros")
 

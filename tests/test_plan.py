@@ -100,23 +100,27 @@ def test_circuit_steps_count_distinct_runs_to_their_epoch_limit():
     c, f = e.preset.circuits, e.preset.fixed
     # the ratio sweep's runs at x1 and x20 are Fig. 2's FAFO and FAFO QK x20 runs: not counted again
     assert set(c.ratios) == {1.0, c.fast_fafo} and e.preset.ratio_seeds <= len(e.seeds)
-    fig2 = len(qk_speed.fig2_runs(c)) * len(e.seeds) * c.max_epochs * c.batches_per_epoch
+    circuits = sum(cfg["max_epochs"] * cfg["batches_per_epoch"] for cfg in e.circuit_configs())
     fig3 = (
         2 * 2 * len(f.alphas) * f.epochs * f.batches_per_epoch
     )  # two OV forms, two protocols (ours, authors')
-    assert e.circuit_steps() == fig2 + fig3
+    assert e.circuit_steps() == circuits + fig3
 
 
 def test_the_batched_circuit_program_is_one_stack_per_training_settings_and_length():
     e = qk_speed.configure(scale="cpu", device="cpu")
     c, stacks = e.preset.circuits, e.circuit_stacks()
-    # row 1 and the ratio sweep (64 tokens, early stop), FAFO QK x20, the FAFO ramp (64 tokens) and the
-    # three CACO runs at 128 tokens (the long budget, no early stop): every distinct run in one stack
+    # row 1 and the ratio sweep (64 tokens, early stop), CAFO and CACO at the authors' budgets, FAFO QK x20
+    # at both inits, the FAFO ramp at both inits (64 tokens) and the three CACO runs at 128 tokens (the long
+    # budget, no early stop): every distinct run in one stack
+    n = len(e.seeds)
     assert sorted(stacks) == sorted([
-        (len(e.circuit_configs()) - 5 * len(e.seeds), c.max_epochs * c.batches_per_epoch),
-        (len(e.seeds), c.fast_epochs * c.fast_batches_per_epoch),
-        (len(e.seeds), c.long_epochs * c.fast_batches_per_epoch),
-        (3 * len(e.seeds), c.long_epochs * c.fast_batches_per_epoch),
+        (len(e.circuit_configs()) - 9 * n, c.max_epochs * c.batches_per_epoch),
+        (n, c.cafo_budget[0] * c.cafo_budget[1]),
+        (n, c.caco_budget[0] * c.caco_budget[1]),
+        (2 * n, c.fast_epochs * c.fast_batches_per_epoch),
+        (2 * n, c.long_epochs * c.fast_batches_per_epoch),
+        (3 * n, c.long_epochs * c.fast_batches_per_epoch),
     ])  # fmt: skip
     batched, single = plan.circuit_program("cpu", ["qk_speed", "xsa"])
     assert batched == stacks
@@ -137,7 +141,7 @@ def test_batched_circuit_hours_on_the_gpu_and_on_one_cpu_core():
 def test_command_line_prints_the_totals(capsys):
     assert plan.main(["--scale", "smoke", "--notebooks", "xsa", "qk_speed", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
-    assert "total" in out and "circuits, batched on cpu: 21 circuits in 4 stacks" in out
+    assert "total" in out and "circuits, batched on cpu: 26 circuits in 4 stacks" in out
     assert "CPU-hours on one core" in out and "on CPU cores, one run each: 960 SGD steps" in out
     assert plan.main(["--scale", "smoke", "--notebooks", "qk_speed", "--device", "cuda"]) == 0
     out = capsys.readouterr().out

@@ -17,6 +17,7 @@ from attnlab.papers import qk_speed
 from attnlab.papers.qk_speed import plots, text_tasks
 from attnlab.papers.qk_speed.dynamics import simulate
 from attnlab.runner import run
+from attnlab.runner.style import color as qk_speed_style_color
 from attnlab.training import cache
 from attnlab.training.trainer import TrainConfig
 
@@ -295,6 +296,10 @@ def test_paper_presets_follow_the_sheet():
         p = qk_speed.PRESETS[scale]
         assert p.seeds == (1234, 1235, 1236, 1237, 1238) and p.sva_seeds == p.seeds
         assert (p.circuits.lr, p.circuits.batches_per_epoch, p.circuits.max_epochs) == (1e-2, 250, 2500)
+        # the authors' row-1 CAFO and CACO cells (Net_p3, Net_p4) have budgets of their own
+        runs = {r.label: r for r in qk_speed.fig2_runs(p.circuits)}
+        assert (runs["CAFO"].max_epochs, runs["CAFO"].batches_per_epoch) == (5000, 200)
+        assert (runs["CACO"].max_epochs, runs["CACO"].batches_per_epoch) == (2500, 200)
         assert (p.fixed.lr, p.fixed.epochs, p.fixed.batches_per_epoch) == (1e-2, 500, 250)
         assert (p.sva.epochs, p.sva.lr, p.sva.momentum, p.sva.qk_scale) == (15, 5e-4, 0.99, 100.0)
         assert p.squad.qk_scale == 20.0
@@ -354,6 +359,9 @@ def test_plots_have_labelled_axes():
         }
     )
     assert _labelled(plots.ratio_sweep(ratio))
+    fig = plots.ratio_sweep(ratio.assign(moved=[0.0, 0.0, 0.3, 0.4]), still=0.01)
+    circled = [c for c in fig.axes[0].collections if c.get_label() == "QK did not leave its init"]
+    assert len(circled) == 1 and circled[0].get_offsets().tolist() == [[1.0, pytest.approx(0.305)]]
     curves = qk_speed.QKSpeedExperiment.stopping_curves(sims)
     assert _labelled(plots.stopping_thresholds(curves))
     frame = pd.DataFrame(
@@ -375,6 +383,10 @@ def test_plots_have_labelled_axes():
     assert len(fig.axes) == 2 and "exact match" in fig._suptitle.get_text()  # no empty panel
     fig = plots.variant_bars(frame.assign(em=0.0), {"mass": "m", "em": "exact match"}, ac, title="SVA, Adam")
     assert fig._suptitle.get_text().startswith("SVA, Adam; zero in every run")  # the title keeps the note
+    colors = plots.variant_colors(["baseline", "fast QK x2", "fast QK x5", "fast QK x10"])
+    assert len(set(colors.values())) == 4 and colors["fast QK x10"] == matplotlib.colors.to_hex(
+        qk_speed_style_color("fast-qk")
+    )
     matplotlib.pyplot.close("all")
 
 
@@ -396,18 +408,40 @@ def test_results_computed_by_worker_processes_are_not_reported_as_loaded(build):
 def test_squad_protocols_change_only_what_they_name():
     exp = qk_speed.configure(scale="cpu")
     q = exp.preset.squad
-    base = exp.squad_train("baseline", 3)
+    base = exp.squad_train(3)
     assert base == replace(q.train, seed=3) and base.lr_scale == {}
-    assert exp.squad_train("baseline", 3, "authors") == base  # one baseline run serves both protocols
-    shared = exp.squad_train("fast QK", 3)
+    assert exp.squad_train(3, None, "authors") == base  # one baseline run serves both protocols
+    shared = exp.squad_train(3, 20.0)
     assert shared == replace(base, lr_scale={"qk": 20.0})  # W_Q, W_K alone (the authors' SQuAD group)
-    authors = exp.squad_train("fast QK", 3, "authors")
+    assert exp.squad_train(3, 5.0) == replace(base, lr_scale={"qk": 5.0})  # a factor of the search
+    authors = exp.squad_train(3, 20.0, "authors")
     assert authors.lr == pytest.approx(0.1 * base.lr) and authors.steps == round(base.steps * 100 / 70)
     assert authors.lr_scale == {"qk": 20.0} and authors.warmup_steps == base.warmup_steps
     with pytest.raises(ValueError, match="protocol"):
-        exp.squad_train("fast QK", 3, "adam")
+        exp.squad_train(3, 20.0, "adam")
+    # the shared protocol searches the factor (x2, x5, x10, x20) at cpu scale; the authors' pairing keeps x20
+    assert [v for v, _ in exp.squad_variants("shared")] == [
+        "baseline", "fast QK x2", "fast QK x5", "fast QK x10", "fast QK x20"
+    ]  # fmt: skip
+    assert exp.squad_variants("authors") == [("baseline", None), ("fast QK x20", 20.0)]
     planned = [k for k in exp.planned_runs() if k.startswith("SQuAD")]
-    assert len(planned) == 3 * len(exp.preset.squad_seeds)  # baseline once, faster QK per protocol
+    # the baseline once, faster QK at each factor of the search and once in the authors' pairing
+    assert len(planned) == (1 + len(q.qk_scales) + 1) * len(exp.preset.squad_seeds)
+    assert qk_speed.configure(scale="smoke").preset.squad.qk_scales == (20.0,)  # smoke: no more runs
+
+
+def test_the_squad_budget_is_stated_in_epochs_and_tokens():
+    exp = qk_speed.configure(scale="gpu")
+    examples = text_tasks.load_squad(window=40, max_answer=12, limit=8)
+    data = text_tasks.encode_qa(examples)
+    budget = exp.squad_budget(data)
+    t = exp.preset.squad.train
+    lengths = (data.prompt_len + data.target_len).double()
+    assert budget["questions seen"] == t.steps * t.batch_size == 192_000
+    assert budget["epochs"] == pytest.approx(192_000 / 8)
+    assert budget["tokens"] == pytest.approx(192_000 * float(lengths.mean()))
+    rows = qk_speed.preset_table(exp.preset)
+    assert "192,000 questions a run" in rows.loc["squad.budget", "value"]
 
 
 def test_a_diverged_squad_run_gives_nan_rows_and_the_others_their_scores(build, monkeypatch):
@@ -423,7 +457,7 @@ def test_a_diverged_squad_run_gives_nan_rows_and_the_others_their_scores(build, 
 
     monkeypatch.setattr(experiment, "train_qa", train_qa)
     frame = qk_speed.configure(scale="smoke").squad()
-    fast = frame[frame["variant"] == "fast QK"]
+    fast = frame[frame["variant"] == "fast QK x20"]
     assert len(fast) and fast[["f1", "em", "true_prob", "mass"]].isna().all().all()
     base = frame[frame["variant"] == "baseline"]
     assert base[["f1", "em", "true_prob", "mass"]].notna().all().all()

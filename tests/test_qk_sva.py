@@ -171,14 +171,26 @@ def test_sva_protocols_follow_the_preset():
     with pytest.raises(ValueError, match="protocol"):
         no_adam.sva("adam")
     runs = exp.planned_runs()
-    assert "SVA adam fast QK seed 0" in runs and "SVA authors baseline seed 0" in runs
+    assert "SVA adam fast QK x2 seed 0" in runs and "SVA authors baseline seed 0" in runs
+    assert "SVA authors fast QK x100 seed 0" in runs and "SVA adam fast QK x100 seed 0" not in runs
+
+
+def test_faster_qk_under_adam_is_a_sweep_of_small_factors_not_the_sgd_x100():
+    exp = qk_speed_configure(scale="cpu")
+    assert exp.sva_variants("authors") == [("baseline", None), ("fast QK x100", 100.0)]
+    assert exp.sva_variants("adam") == [("baseline", None), ("fast QK x2", 2.0), ("fast QK x5", 5.0),
+                                        ("fast QK x10", 10.0)]  # fmt: skip
+    # each factor scales the authors' groups (embeddings and QK); the baseline none
+    assert exp._lr_scale(5.0) == {"qk": 5.0, "embed": 5.0} and exp._lr_scale(None) == {}
+    smoke = qk_speed_configure(scale="smoke")
+    assert len(smoke.sva_variants("adam")) == 2  # smoke runs one factor: no more runs than before
 
 
 def _frame(correct_rate, labels_plural=0.5, n=200):
     """Three seeds per variant that differ a little (paired verdicts need a spread between seeds)."""
     rows = []
-    for variant in ("baseline", "fast QK"):
-        fast = variant == "fast QK"
+    for variant in correct_rate:
+        fast = variant != "baseline"
         for seed in (0, 1, 2):
             for k in range(n):
                 rows.append({
@@ -191,38 +203,64 @@ def _frame(correct_rate, labels_plural=0.5, n=200):
 
 
 def test_sva_chance_is_the_majority_share():
-    assert qk.sva_chance(_frame({"baseline": 1, "fast QK": 1})) == 0.5
-    assert qk.sva_chance(_frame({"baseline": 1, "fast QK": 1}, labels_plural=0.3)) == pytest.approx(0.7)
-    assert qk.sva_chance(_frame({"baseline": 1, "fast QK": 1}).drop(columns="label")) == 0.5
+    assert qk.sva_chance(_frame({"baseline": 1, "fast QK x100": 1})) == 0.5
+    assert qk.sva_chance(_frame({"baseline": 1, "fast QK x100": 1}, labels_plural=0.3)) == pytest.approx(0.7)
+    assert qk.sva_chance(_frame({"baseline": 1, "fast QK x100": 1}).drop(columns="label")) == 0.5
 
 
 def test_sva_claims_gate_on_the_majority_class_and_state_the_data():
-    learned = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.95, "fast QK": 0.95}))
+    learned = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.95, "fast QK x100": 0.95}))
     assert [c.verdict.word for c in learned] == ["holds", "holds", "holds"]
     assert learned[1].verdict.margin == qk.SIMILAR_POINTS  # the fixed equivalence margin
     assert "3900 training sentences" in learned[2].ours and "40 x fewer" in learned[2].ours
     assert "0.924 -> 0.934" in learned[1].paper  # the authors' printed accuracies
-    # 0.72 correct beats 0.5 but not a 0.7 majority class: every row is not testable
-    frame = _frame({"baseline": 0.72, "fast QK": 0.72}, labels_plural=0.3)
+    # 0.72 correct beats 0.5 but not a 0.7 majority class: the attention and accuracy rows are not testable
+    frame = _frame({"baseline": 0.72, "fast QK x100": 0.72}, labels_plural=0.3)
     rows = qk._sva(QKSpeedExperiment, frame)
-    assert all(c.verdict.word == "not testable here" for c in rows)
+    assert [c.verdict.word for c in rows[:2]] == ["not testable here"] * 2
     assert "majority class, 0.700" in rows[0].verdict.why
-    assert qk._sva(QKSpeedExperiment, _frame({"baseline": 0.75, "fast QK": 0.75}))[2].verdict.word == (
+    # whether the model learns agreement is the claim itself: judged, not gated (0.72 is below 0.9)
+    assert rows[2].verdict.word == "does not hold" and "majority rate" in rows[2].ours
+    assert qk._sva(QKSpeedExperiment, _frame({"baseline": 0.75, "fast QK x100": 0.75}))[2].verdict.word == (
         "does not hold"
     )
 
 
+def test_a_model_at_the_majority_rate_in_every_seed_does_not_learn_agreement_at_this_scale():
+    # the authors' SGD on the offline data: every seed of both variants at the majority share, 0.509, exactly
+    frame = _frame({"baseline": 0.5, "fast QK x100": 0.5})
+    frame["correct"] = frame["label"] == 1  # the same constant answer in every seed: no spread
+    rows = qk._sva(QKSpeedExperiment, frame)
+    assert [c.verdict.word for c in rows[:2]] == ["not testable here"] * 2  # attention: nothing learned
+    learns = rows[2]
+    assert learns.verdict.word == "does not hold"  # the pooled predictions, far below 0.9
+    assert learns.verdict.rule.startswith("share") and learns.verdict.high < qk.LEARNS_AGREEMENT
+    assert "evidence of what this data teaches this model" in learns.ours and "40 x fewer" in learns.ours
+
+
 def test_the_authors_sva_numbers_have_their_sources():
     assert set(authors.SVA_SOURCES) == set(authors.SVA_TEST_ACCURACY) == {"baseline", "fast QK"}
-    col = authors.sva_column(["baseline", "fast QK", "other"])
-    assert col["baseline"].startswith("test accuracy 0.924") and col["other"] == "not printed"
+    col = authors.sva_column(["baseline", "fast QK x100", "fast QK x5", "other"])
+    assert col["baseline"].startswith("test accuracy 0.924") and col["fast QK x100"].startswith(
+        "test accuracy 0.934"
+    )
+    assert col["fast QK x5"] == "not printed" and col["other"] == "not printed"  # a factor they did not run
     assert all(len(v) == 5 for v in authors.SVA_TEST_ACCURACY.values())
     assert math.isclose(sva.LINZEN_SENTENCES * 0.1, authors.SVA_TRAIN_SENTENCES, rel_tol=1e-3)
+    # the training cell is at position 49 of both notebooks (execution_count 43)
+    assert {s.cell for s in authors.SVA_SOURCES.values()} == {49}
 
 
-def test_each_protocol_gets_its_own_rows():
-    adam = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.95, "fast QK": 0.95}), "SVA, Adam")
-    plateau = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.5, "fast QK": 0.5}))
+def test_each_protocol_and_factor_gets_its_own_rows():
+    adam = qk._sva(
+        QKSpeedExperiment, _frame({"baseline": 0.95, "fast QK x2": 0.95, "fast QK x5": 0.5}), "SVA, Adam"
+    )
+    plateau = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.5, "fast QK x100": 0.5}))
     assert {c.figure for c in adam} == {"SVA, Adam"} and {c.figure for c in plateau} == {"SVA"}
-    assert [c.verdict.word for c in adam] == ["holds", "holds", "holds"]
-    assert all(c.verdict.word == "not testable here" for c in plateau)  # one protocol does not gate the other
+    assert len(adam) == 2 * 2 + 1  # two rows per factor, then "learns agreement" over every variant
+    assert "(x2)" in adam[0].claim and "(x5)" in adam[2].claim
+    assert [c.verdict.word for c in adam[:2]] == ["holds", "holds"]
+    assert [c.verdict.word for c in adam[2:4]] == ["not testable here"] * 2  # x5 at chance: gated alone
+    assert "fast QK x5" in adam[4].ours and adam[4].verdict.word == "does not hold"
+    # one protocol does not gate the other
+    assert all(c.verdict.word == "not testable here" for c in plateau[:2])

@@ -4,8 +4,9 @@ presets (``presets``), the experiment of its notebook (``experiment``), its clai
 
 from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed.claims import MIN_GAIN
-from attnlab.papers.qk_speed.experiment import PAPER, SQUAD_PROTOCOLS, VARIANTS, QKSpeedExperiment, configure
+from attnlab.papers.qk_speed.experiment import PAPER, SQUAD_PROTOCOLS, QKSpeedExperiment, configure
 from attnlab.papers.qk_speed.presets import (
+    BASELINE,
     KINDS,
     PAPER_FIG3_FINAL,
     PAPER_SEEDS,
@@ -18,6 +19,7 @@ from attnlab.papers.qk_speed.presets import (
     Preset,
     SquadSetup,
     SVASetup,
+    fast_label,
     fig2_runs,
     preset_table,
     runs_table,
@@ -28,7 +30,8 @@ __all__ = [
     "PAPER",
     "KINDS",
     "SQUAD_PROTOCOLS",
-    "VARIANTS",
+    "BASELINE",
+    "fast_label",
     "PAPER_FIG3_FINAL",
     "CircuitSetup",
     "FixedSetup",

@@ -7,11 +7,13 @@ source (notebook path at the commit read, cell index counted from 0 over all cel
 are shown beside this project's results in the notebook's tables ("authors' notebook" columns); they are never
 used as our results and no verdict is computed from them.
 
-What the saved notebooks do not print (recorded here so the tables can say so):
+What the saved notebooks print, and what they do not (recorded here so the tables can say so):
 
-- Fig. 2: the DTAP bin shares exist only as annotations inside the saved heatmap images (PNG), not as text;
-  of the accuracy cells of ``Fig-2_CACO_FAFO Experiments.ipynb`` only the CACO L128 QK x5 one (cell 22) was
-  executed and saved (last seed only).
+- Fig. 2: the DTAP bin shares exist only as annotations inside the saved heatmap images (PNG), read off them
+  by eye into ``DTAP_SHARES`` (row-1 FAFO and FACO, CACO L128 QK x5 and its ramp); the held-out loss and
+  accuracy are printed for the same four runs (``HELD_OUT``; row-1 FAFO and FACO ran seed 1234 only, the CACO
+  L128 cells print their last seed's). The row-1 CAFO and CACO cells and the faster-QK FAFO cells were not
+  executed in the saved notebooks (their settings are read from the source, ``PROTOCOL``).
 - Fig. 3: the final losses of the collapsed OV (``FIG3_FINAL``) are printed by its notebook but were not in
   the paper sheet; both notebooks run the authors' protocol (``FIG3_PROTOCOL_SOURCE``).
 - Fig. 4: the saved output of the simulation cell holds the end states of r = 0.01 and 0.1 only (the other
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 REPO = "vashishtrahul/Faster-Query-Key-Learning-Sharpens-Attention-in-Self-Attention-Models"
+# renamed Fig2-Heatmaps/Fig-2-Heatmaps-Row-1.ipynb at ac1e25b, unchanged since
 FIG2_ROW1 = ("Fig2-Heatmaps/Fig-2-Heatmaps.ipynb", "86a9e649169afb51a84701fb942129ea32c45bf2")
 FIG2_FAST = ("Fig2-Heatmaps/Fig-2_CACO_FAFO Experiments.ipynb", "b8d7a411788c274e5462908ff0eacf46967d5b12")
 FIG4 = ("Fig-4 Code/Simulated_Differential_equations.ipynb", "a642848bd7c3c26aa501e5653a5069db693d07b4")
@@ -103,93 +106,110 @@ class RunProtocol:
     seeds: tuple[int, ...]
     heatmap_samples: int  # test sequences per seed in the heatmap (``generate_heatmap``: 200 batches of 32)
     source: Source
+    executed: bool = True  # the saved notebook holds the cell's output (False: the settings are its source)
 
 
 _SEEDS = (1234, 1235, 1236, 1237, 1238)
+_ROW1_FAFO = Source(*FIG2_ROW1, cell=5, what="source code (n_seeds = [1234]); Net_p1 in cell 2")
+_ROW1_FACO = Source(*FIG2_ROW1, cell=26, what="source code (n_seeds = [1234]); Net_p2 in cell 2")
 PROTOCOL: dict[str, RunProtocol] = {
     "FAFO": RunProtocol(
-        "FAFO (row 1)",
-        2500,
-        250,
-        "1e-2",
-        1e-2,
-        True,
-        "W_Q, W_K: nn.Linear default; W_V, W_O: 1e-6 I",
-        _SEEDS,
-        6400,
-        Source(*FIG2_ROW1, cell=2, what="source code (Net_p1); 2500 x 250: cell 5's output"),
+        "FAFO (row 1)", 2500, 250, "1e-2", 1e-2, True, "W_Q, W_K: nn.Linear default; W_V, W_O: 1e-6 I",
+        (1234,), 6400, _ROW1_FAFO,
     ),
     "FACO": RunProtocol(
-        "FACO (row 1)",
-        2500,
-        250,
-        "1e-2",
-        1e-2,
-        True,
-        "W_Q, W_K, W_OV: 1e-6 I",
-        _SEEDS,
-        6400,
-        Source(*FIG2_ROW1, cell=2, what="source code (Net_p2)"),
+        "FACO (row 1)", 2500, 250, "1e-2", 1e-2, True, "W_Q, W_K, W_OV: 1e-6 I", (1234,), 6400, _ROW1_FACO
+    ),
+    "CAFO": RunProtocol(
+        "CAFO (row 1)", 5000, 200, "1e-2", 1e-2, True, "W_QK, W_V, W_O: 1e-6 I (Net_p3)", _SEEDS, 6400,
+        Source(*FIG2_ROW1, cell=53, what="source code; Net_p3 in cell 52"), executed=False,
+    ),
+    "CACO": RunProtocol(
+        "CACO (row 1)", 2500, 200, "1e-2", 1e-2, True, "W_QK, W_OV: nn.Linear default (Net_p4)",
+        (1234, 1235, 1236), 6400, Source(*FIG2_ROW1, cell=65, what="source code; Net_p4 in cell 64"),
+        executed=False,
     ),
     "FAFO QK x20": RunProtocol(
-        "FAFO QK x20",
-        1000,
-        100,
-        "0.2",
-        1e-2,
-        True,
-        "all four 1e-6 I",
-        _SEEDS,
-        6400,
-        Source(*FIG2_FAST, cell=3, what="source code"),
+        "FAFO QK x20", 1000, 100, "0.2", 1e-2, True, "all four 1e-6 I", _SEEDS, 6400,
+        Source(*FIG2_FAST, cell=3, what="source code; Net_p1 (all four at 1e-6 I) in cell 1"), executed=False,
     ),
     "FAFO QK ramp x1-x40": RunProtocol(
-        "FAFO QK ramp x1-x40",
-        2000,
-        100,
-        "1e-2 x (1 + 39 step / total)",
-        1e-2,
-        False,
-        "all four 1e-6 I",
-        _SEEDS,
-        6400,
-        Source(*FIG2_FAST, cell=14, what="source code; the early stop is commented out"),
+        "FAFO QK ramp x1-x40", 2000, 100, "1e-2 x (1 + 39 step / total)", 1e-2, False, "all four 1e-6 I",
+        _SEEDS, 6400, Source(*FIG2_FAST, cell=14, what="source code; the early stop is commented out"),
+        executed=False,
     ),
     "CACO L128 QK x5": RunProtocol(
-        "CACO L128 QK x5",
-        2000,
-        100,
-        "5e-2",
-        1e-2,
-        False,
-        "nn.Linear default (Net_CACO)",
-        _SEEDS,
-        6400,
+        "CACO L128 QK x5", 2000, 100, "5e-2", 1e-2, False, "nn.Linear default (Net_CACO)", _SEEDS, 6400,
         Source(*FIG2_FAST, cell=21, what="source code: seq_len 128, LRs 0.05 / 0.01, no early-stop check"),
+    ),
+    "CACO L128 QK ramp x1-x10": RunProtocol(
+        "CACO L128 QK ramp x1-x10", 2000, 100, "1e-2 x (1 + 9 step / total)", 1e-2, False,
+        "nn.Linear default (Net_CACO)", _SEEDS, 6400,
+        Source(*FIG2_FAST, cell=28, what="source code: seq_len 128, no early-stop check"),
+    ),
+}  # fmt: skip
+# Their notebooks have no CACO L128 run at x1 (this project's baseline of the two CACO L128 runs).
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """What an evaluation cell printed after a Fig. 2 run: ``loss:...`` and ``accuracy:...`` on 500 fresh
+    batches of 32 sequences of the model of the last seed it trained."""
+
+    loss: float
+    accuracy: float
+    seed: int
+    samples: int
+    source: Source
+
+
+HELD_OUT: dict[str, HeldOut] = {
+    "FAFO": HeldOut(0.001, 1.000, 1234, 16000, Source(*FIG2_ROW1, cell=6, what="printed output")),
+    "FACO": HeldOut(0.001, 1.000, 1234, 16000, Source(*FIG2_ROW1, cell=28, what="printed output")),
+    "CACO L128 QK x5": HeldOut(0.006, 1.000, 1238, 16000, Source(*FIG2_FAST, cell=22, what="printed output")),
+    "CACO L128 QK ramp x1-x10": HeldOut(
+        0.007, 1.000, 1238, 16000, Source(*FIG2_FAST, cell=29, what="printed output")
     ),
 }
 
-# What cell 22 printed after the CACO L128 QK x5 runs: the held-out loss and accuracy of the LAST seed's model
-# (1238; 500 fresh batches of 32 sequences), "loss:0.006" and "accuracy:1.000".
-CACO_L128_FAST_HELD_OUT = dict(
-    loss=0.006,
-    accuracy=1.000,
-    seed=1238,
-    samples=16000,
-    source=Source(*FIG2_FAST, cell=22, what="printed output"),
-)
+
+@dataclass(frozen=True)
+class DtapShares:
+    """A saved DTAP heatmap image of the authors' (% of test sequences, as annotated, one decimal): the shares
+    of the five attention-mass bins [0, .2), [.2, .4), [.4, .6), [.6, .8), [.8, 1] in the top true-label
+    probability bin [0.8, 1]; every other cell of the image reads 0.0. ``seeds``: the runs averaged
+    (``mean_hist`` over seeds, 6400 sequences each)."""
+
+    top_row: tuple[float, float, float, float, float]
+    seeds: tuple[int, ...]
+    source: Source
+
+
+DTAP_SHARES: dict[str, DtapShares] = {
+    "FAFO": DtapShares((0.1, 64.1, 35.7, 0.0, 0.0), (1234,), Source(*FIG2_ROW1, cell=8, what="saved image")),
+    "FACO": DtapShares((0.0, 0.0, 0.0, 5.4, 94.6), (1234,), Source(*FIG2_ROW1, cell=32, what="saved image")),
+    "CACO L128 QK x5": DtapShares(
+        (0.0, 0.0, 2.3, 76.8, 20.8), _SEEDS, Source(*FIG2_FAST, cell=24, what="saved image")
+    ),
+    "CACO L128 QK ramp x1-x10": DtapShares(
+        (0.0, 0.0, 2.6, 86.9, 10.5), _SEEDS, Source(*FIG2_FAST, cell=31, what="saved image")
+    ),
+}
+# Also saved, not recorded: the same heatmaps on 16 000 fresh sequences of the final model (row-1 FAFO, cell
+# 17: 0.1, 63.6, 36.3, 0, 0; FACO, cell 38: 0, 0, 0, 5.6, 94.4) and the std images (cells 9 and 33).
 
 
 def fig2_column(labels) -> dict[str, str]:
-    """The "authors' notebook" column of the Fig. 2 summary: what their notebooks printed for each run
-    ("not printed": the DTAP shares are only in the heatmap images, the other accuracy cells were not run)."""
+    """The "authors' notebook" column of the Fig. 2 summary: the held-out loss and accuracy their notebooks
+    printed for a run (``HELD_OUT``; "not printed" where the cell was not executed or the run is ours)."""
     out = {}
     for label in labels:
-        if label == "CACO L128 QK x5":
-            h = CACO_L128_FAST_HELD_OUT
-            out[label] = f"accuracy {h['accuracy']:.3f}, loss {h['loss']:.3f} (seed {h['seed']} only)"
-        else:
-            out[label] = "not printed"
+        h = HELD_OUT.get(label)
+        out[label] = (
+            f"accuracy {h.accuracy:.3f}, loss {h.loss:.3f} (seed {h.seed})"
+            if h is not None
+            else "not printed"
+        )
     return out
 
 
@@ -227,8 +247,8 @@ def fig4_column(rs) -> dict[float, str]:
 # execution_count 18-37: agr_50_mostcommon_10K.tsv, 1 577 211 sentences, 10 % train / 90 % test, BERT word
 # pieces, label verb_pos VBZ / VBP, subject and verb marked) and the same attention-only model
 # (execution_count 11-16: ``TransformerBlock`` returns the attention output alone; residual and MLP commented
-# out). Their training cell (execution_count 43, after the "# Training Loop" heading; cells are counted here
-# by execution_count, not by position) trains seeds 1234-1238: SGD momentum 0.99, LR 5e-4, weight decay 1e-5,
+# out). Their training cell (cell 49, execution_count 43, after the "# Training Loop" heading) trains seeds
+# 1234-1238: SGD momentum 0.99, LR 5e-4, weight decay 1e-5,
 # 15 epochs of 4929 batches of 32, cosine schedule with 10 % warm-up; the "Faster" notebook puts the
 # embeddings, W_Q, b_Q, W_K, b_K at 100 x LR. It prints, per seed, the train and test accuracy and the shares
 # of test sentences with attention mass on subject + verb <= 0.1, in (0.1, 0.5] and > 0.5 (``plot_heatmaps``:
@@ -237,9 +257,10 @@ SVA_COMMIT = "846707c6aabf4bab422292e9e19a7f429b9f14c8"
 SVA_BASELINE = ("SVA-Dataset/Baseline_SVA_Train+heatmap+Eval.ipynb", SVA_COMMIT)
 SVA_FASTER = ("SVA-Dataset/Faster_SVA_Train+heatmap+Eval.ipynb", SVA_COMMIT)
 SVA_SOURCES = {
-    "baseline": Source(*SVA_BASELINE, cell=43, what="printed output (execution_count 43)"),
-    "fast QK": Source(*SVA_FASTER, cell=43, what="printed output (execution_count 43)"),
+    "baseline": Source(*SVA_BASELINE, cell=49, what="printed output (execution_count 43)"),
+    "fast QK": Source(*SVA_FASTER, cell=49, what="printed output (execution_count 43)"),
 }
+SVA_QK_SCALE = 100.0  # their faster QK: the embeddings, W_Q, W_K at 100 x the rate
 SVA_TEST_ACCURACY = {  # seeds 1234-1238, on the 1 419 490 test sentences
     "baseline": (0.9239, 0.9243, 0.9246, 0.9245, 0.9244),
     "fast QK": (0.9362, 0.9341, 0.9332, 0.9338, 0.9333),
@@ -255,16 +276,27 @@ def _mean(values: tuple[float, ...]) -> float:
     return sum(values) / len(values)
 
 
+def authors_variant(variant: str, qk_scale: float) -> str | None:
+    """The authors' run (their tables' key, "baseline" or "fast QK") that this project's ``variant`` label
+    ("baseline", "fast QK x<factor>") reproduces, given their faster-QK factor ``qk_scale``; None for a
+    factor they did not run."""
+    if variant == "baseline":
+        return "baseline"
+    return "fast QK" if variant == f"fast QK x{qk_scale:g}" else None
+
+
 def sva_column(variants) -> dict[str, str]:
     """The "authors' notebook" column of the SVA summary: mean test accuracy and the mean share of test
-    sentences with mass <= 0.1 on subject + verb over their five seeds ("not printed" for other variants)."""
+    sentences with mass <= 0.1 on subject + verb over their five seeds, for the baseline and their x100
+    ("not printed" for a factor they did not run)."""
     out = {}
     for v in variants:
-        if v in SVA_TEST_ACCURACY:
-            acc, low = _mean(SVA_TEST_ACCURACY[v]), 100 * _mean(SVA_TEST_LOW_MASS[v])
-            out[v] = f"test accuracy {acc:.3f}, mass <= 0.1: {low:.1f} %"
-        else:
+        key = authors_variant(v, SVA_QK_SCALE)
+        if key is None:
             out[v] = "not printed"
+            continue
+        acc, low = _mean(SVA_TEST_ACCURACY[key]), 100 * _mean(SVA_TEST_LOW_MASS[key])
+        out[v] = f"test accuracy {acc:.3f}, mass <= 0.1: {low:.1f} %"
     return out
 
 
@@ -278,18 +310,20 @@ def sva_column(variants) -> dict[str, str]:
 # biases at 1e-3 (20 x its base rate) and everything else at 5e-5, 10 x lower than the baseline's, for 100
 # epochs (token embeddings at 0.1 x the base rate in both). Scores: greedy answers against the first gold
 # answer only. Their execution_count 4 prints per seed the final F1 and exact match on the first 300 dev
-# questions (the same 300 also chose their best checkpoint); execution_count 12 and 13 of the Faster notebook
-# re-score the best checkpoints on 5 000 random dev questions. Their heatmap notebooks print no AC value as
-# text (the ~12 % -> ~43 % of the paper sheet are read from its figures).
+# questions (the same 300 also chose their best checkpoint; the cell is at position 4 in the Same notebook
+# and 5 in the Faster one, whose cell 4 also carries execution_count 4); execution_count 12 and 13 of the
+# Faster notebook re-score the best checkpoints on 5 000 random dev questions. Their heatmap notebooks print
+# no AC value as text (the ~12 % -> ~43 % of the paper sheet are read from its figures).
 SQUAD_COMMIT = "969dc61d169f3df6c398786c59062d4378c06446"
 SQUAD_SOURCES = {
     "baseline": Source(
         "Squad-Dataset/GPT2-Squad-QA_Same.ipynb", SQUAD_COMMIT, 4, "printed output (execution_count 4)"
     ),
     "fast QK": Source(
-        "Squad-Dataset/GPT2-Squad-QA_Faster.ipynb", SQUAD_COMMIT, 4, "printed output (execution_count 4)"
+        "Squad-Dataset/GPT2-Squad-QA_Faster.ipynb", SQUAD_COMMIT, 5, "printed output (execution_count 4)"
     ),
 }
+SQUAD_QK_SCALE = 20.0  # their faster QK: W_Q, W_K and their biases at 20 x the base rate
 SQUAD_FINAL_F1 = {  # seeds 1234-1238, last epoch, 300 dev questions
     "baseline": (0.545, 0.568, 0.592, 0.579, 0.591),
     "fast QK": (0.553, 0.561, 0.590, 0.552, 0.594),
@@ -302,12 +336,14 @@ SQUAD_FINAL_EM = {
 
 def squad_column(variants) -> dict[str, str]:
     """The "authors' notebook" column of the SQuAD summary: mean final F1 and exact match over their five
-    seeds on 300 dev questions ("not printed" for other variants)."""
+    seeds on 300 dev questions, for the baseline and their x20 ("not printed" for a factor they did not
+    run)."""
     out = {}
     for v in variants:
-        if v in SQUAD_FINAL_F1:
-            f1, em = _mean(SQUAD_FINAL_F1[v]), _mean(SQUAD_FINAL_EM[v])
-            out[v] = f"F1 {f1:.3f}, exact match {em:.3f} (300 dev questions)"
-        else:
+        key = authors_variant(v, SQUAD_QK_SCALE)
+        if key is None:
             out[v] = "not printed"
+            continue
+        f1, em = _mean(SQUAD_FINAL_F1[key]), _mean(SQUAD_FINAL_EM[key])
+        out[v] = f"F1 {f1:.3f}, exact match {em:.3f} (300 dev questions)"
     return out

@@ -17,9 +17,10 @@ the paper is silent on the collapsed ones; we follow the authors' Fig. 2 noteboo
 whose 1e-6 * I lines are commented out): PyTorch's default ``nn.Linear`` initialisation,
 U(-1/sqrt(V), 1/sqrt(V)). Both are options (``factorised_init`` / ``collapsed_init``: ``"identity"`` =
 ``init_scale`` * I, ``"default"`` = nn.Linear's). ``qk_init`` overrides both for the QK circuit's matrices:
-the authors' row-1 FAFO (``Fig-2-Heatmaps.ipynb``, cell 1, ``Net_p1``) comments out the 1e-6 * I lines of
+the authors' row-1 FAFO (``Fig-2-Heatmaps.ipynb``, cell 2, ``Net_p1``) comments out the 1e-6 * I lines of
 W_Q and W_K only, so its QK circuit starts at nn.Linear's default while W_V and W_O start at 1e-6 * I; their
-faster-QK FAFO runs (``Fig-2_CACO_FAFO Experiments.ipynb``, cell 1) start all four at 1e-6 * I.
+faster-QK FAFO runs (``Fig-2_CACO_FAFO Experiments.ipynb``, cell 1) start all four at 1e-6 * I; their row-1
+CAFO (``Net_p3``, cell 52) starts W_QK, W_V and W_O at 1e-6 * I (``qk_init="identity"``).
 
 Also here: ``train_circuit`` (SGD with separate QK / OV learning rates and linear ramps, the Fig. 2 runs) and
 the fixed-attention experiment of Fig. 3 (``train_fixed_attention``).
@@ -350,11 +351,19 @@ def train_circuit(
     return CircuitTrainResult(model=model, history=history, steps=steps, stopped_early=stopped[0])
 
 
+def query_token_positions(inputs: torch.Tensor) -> torch.Tensor:
+    """(B, T) bool: the positions that hold the query token x_T (the last input and its repeats in the
+    context). A circuit's score depends on the token alone, so it cannot tell these positions apart; the query
+    token alone identifies the class, so attention on it is a shortcut past the distinct tokens (Fig. 2)."""
+    return inputs == inputs[:, -1:]
+
+
 @torch.no_grad()
 def evaluate_circuit(model: nn.Module, batch: SyntheticBatch, **forward_kwargs) -> dict[str, np.ndarray]:
     """Per-example statistics of one pass over ``batch``: ``distinct_mass`` (attention mass of the query on
-    the distinct tokens, the DTAP x), ``true_prob`` (probability of the label token, the DTAP y), ``correct``
-    (argmax = label) and ``loss`` (cross-entropy); numpy arrays of length B."""
+    the distinct tokens, the DTAP x), ``query_mass`` (on the query token, ``query_token_positions``),
+    ``true_prob`` (probability of the label token, the DTAP y), ``correct`` (argmax = label) and ``loss``
+    (cross-entropy); numpy arrays of length B."""
     was_training = model.training
     model.eval()
     logits, attn = model(batch.inputs, **forward_kwargs)
@@ -362,10 +371,25 @@ def evaluate_circuit(model: nn.Module, batch: SyntheticBatch, **forward_kwargs) 
     probs = logits.float().softmax(-1)
     return {
         "distinct_mass": attention_mass(attn, batch.distinct).double().numpy(),
+        "query_mass": attention_mass(attn, query_token_positions(batch.inputs)).double().numpy(),
         "true_prob": probs.gather(-1, batch.targets[:, None]).squeeze(-1).double().numpy(),
         "correct": (logits.argmax(-1) == batch.targets).numpy(),
         "loss": F.cross_entropy(logits.float(), batch.targets, reduction="none").double().numpy(),
     }
+
+
+@torch.no_grad()
+def attention_shift(model: Circuit, start: Circuit, batch: SyntheticBatch) -> np.ndarray:
+    """How far the trained ``model``'s attention has moved from that of the same circuit at its
+    initialisation (``start``) on each sequence of ``batch``: the total variation distance
+    1/2 sum_j |a_j - a0_j| (B,), the share of the attention mass that moved. Only the QK circuit sets the
+    attention, so near 0 means the QK circuit has not left its initialisation (e.g. from 1e-6 I, where its
+    gradient starts at ~1e-6 of its size: the ratio sweep's slow runs)."""
+    was_training = model.training
+    model.eval()
+    attn = model(batch.inputs).attn
+    model.train(was_training)
+    return (0.5 * (attn - start(batch.inputs).attn).abs().sum(-1)).double().numpy()
 
 
 # --- fixed attention (Fig. 3) -----------------------------------------------------------------------------

@@ -25,13 +25,14 @@ import pandas as pd
 import torch
 
 from attnlab.errors import ParameterError, TrainingDiverged
-from attnlab.metrics import attention_confidence, attention_mass, dtap_histogram, faithfulness
+from attnlab.metrics import DTAP_EDGES, attention_confidence, attention_mass, dtap_histogram, faithfulness
 from attnlab.model import GPT
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed.batched import CircuitSpec, train_circuits
 from attnlab.papers.qk_speed.circuits import (
     CircuitTrainResult,
+    attention_shift,
     evaluate_circuit,
     make_circuit,
     train_fixed_attention,
@@ -46,7 +47,15 @@ from attnlab.papers.qk_speed.dynamics import (
     simulate_adaptive,
     stopping_values,
 )
-from attnlab.papers.qk_speed.presets import PRESETS, SVA_ITEMS, CircuitRun, Preset, fig2_runs
+from attnlab.papers.qk_speed.presets import (
+    BASELINE,
+    PRESETS,
+    SVA_ITEMS,
+    CircuitRun,
+    Preset,
+    fast_label,
+    fig2_runs,
+)
 from attnlab.papers.qk_speed.sva import (
     AttentionOnlyClassifier,
     held_out_subset,
@@ -56,6 +65,7 @@ from attnlab.papers.qk_speed.sva import (
 from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
 from attnlab.papers.qk_speed.text_tasks import (
     DatasetUnavailable,
+    QABatchData,
     classifier_outputs,
     classifier_prob_fn,
     encode_qa,
@@ -88,7 +98,9 @@ SQUAD_PROTOCOLS = ("shared", "authors")  # faster QK at the baseline's other rat
 #: What keys every cached QK-speed result: the import closure of this module, which defines each computation
 #: (``attnlab.codekeys``; the prefetch checks name it because they look a result up without its computation).
 CODE = (__name__,)
-VARIANTS = ("baseline", "fast QK")  # real-data runs
+#: A real-data run: its variant label ("baseline", "fast QK x<factor>") and faster QK's factor (None: the
+#: baseline).
+Variant = tuple[str, float | None]
 _PROGRESS_STEPS = 500  # SQuAD runs at least this long show a progress bar
 RATIO_INIT_LABELS = {"default": "QK at nn.Linear default", "identity": "QK at 1e-6 I"}
 
@@ -281,14 +293,23 @@ class QKSpeedExperiment(PaperExperiment):
         return _circuit_result(train_circuits([spec], device=self.torch_device, **settings)[0])
 
     def _circuit(self, config: dict) -> dict:
-        """Load (or train) one circuit run and evaluate it on held-out sequences (stream 2 of its seed)."""
+        """Load (or train) one circuit run and evaluate it on held-out sequences (stream 2 of its seed): the
+        statistics of ``evaluate_circuit`` and ``moved``, the share of the attention that moved from the
+        circuit's initialisation (``attention_shift``; the same circuit rebuilt as ``train_circuits`` builds
+        it)."""
         result = self._cached("circuit", config, partial(self._train_one, config), code=CODE)
         model = make_circuit(config["kind"], seed=config["seed"])
         model.load_state_dict(result["model"])
+        start = make_circuit(
+            config["kind"],
+            seed=config["seed"],
+            qk_init=config["qk_init"],
+            collapsed_init=config["collapsed_init"],
+        )
         held_out = sample_batch(
             self.preset.circuits.eval_size, config["seq_len"], seeded_generator(config["seed"], 2)
         )
-        stats = evaluate_circuit(model, held_out)
+        stats = evaluate_circuit(model, held_out) | {"moved": attention_shift(model, start, held_out)}
         return {
             "stats": stats,
             "epochs": len(result["history"]["epoch"]),
@@ -298,7 +319,8 @@ class QKSpeedExperiment(PaperExperiment):
 
     def fig2(self) -> pd.DataFrame:
         """Train (or load) every Fig. 2 configuration for every seed; one row per (run, seed, test example):
-        distinct-token attention mass, true-label probability, correct."""
+        distinct-token attention mass, mass on the query token (the shortcut), the share of the attention that
+        moved from the initialisation, true-label probability, correct."""
         jobs = self._fig2_jobs()
         self._train_circuits()
         frames = []
@@ -311,6 +333,8 @@ class QKSpeedExperiment(PaperExperiment):
                         "run": run.label,
                         "seed": seed,
                         "mass": s["distinct_mass"],
+                        "query_mass": s["query_mass"],
+                        "moved": s["moved"],
                         "true_prob": s["true_prob"],
                         "correct": s["correct"],
                         "epochs": out["epochs"],
@@ -331,10 +355,13 @@ class QKSpeedExperiment(PaperExperiment):
 
     @staticmethod
     def summary(frame: pd.DataFrame, key: str = "run") -> pd.DataFrame:
-        """Per run: mean attention mass on the relevant tokens, accuracy and true-label probability (mean and
-        std over seeds of the per-seed means)."""
+        """Per run: mean attention mass on the relevant tokens, accuracy and true-label probability, and where
+        the frame has them (Fig. 2) the mass on the query token and the share of the attention that moved from
+        the initialisation (mean and std over seeds of the per-seed means)."""
+        columns = {"mass": "mass", "accuracy": "correct", "true_prob": "true_prob"}
+        columns |= {c: c for c in ("query_mass", "moved") if c in frame}
         per_seed = frame.groupby([key, "seed"], sort=False).agg(
-            mass=("mass", "mean"), accuracy=("correct", "mean"), true_prob=("true_prob", "mean")
+            **{k: (v, "mean") for k, v in columns.items()}
         )
         out = per_seed.groupby(level=0, sort=False).agg(["mean", "std"])
         out.columns = [f"{a}_{b}" for a, b in out.columns]
@@ -342,10 +369,27 @@ class QKSpeedExperiment(PaperExperiment):
             out["authors' notebook"] = pd.Series(authors.fig2_column(out.index))
         return out
 
+    @classmethod
+    def dtap_shares(cls, frame: pd.DataFrame) -> pd.DataFrame:
+        """Fig. 2, ours beside the authors' saved heatmaps (``authors.DTAP_SHARES``, reference only): for each
+        run they have an image of, the % of test sequences in each attention-mass bin within the top
+        true-label-probability bin [0.8, 1] (the only row of their images that is not 0), ours the mean over
+        seeds (``dtap``), one row per (run, source)."""
+        ours = cls.dtap(frame)
+        rows = []
+        for run, shares in authors.DTAP_SHARES.items():
+            if run not in ours:
+                continue
+            seeds = f"seed {shares.seeds[0]}" if len(shares.seeds) == 1 else f"{len(shares.seeds)} seeds"
+            rows.append({"run": run, "source": f"authors' notebook ({seeds})", **_bins(shares.top_row)})
+            rows.append({"run": run, "source": "ours", **_bins(ours[run][0][:, -1])})
+        return pd.DataFrame(rows).set_index(["run", "source"])
+
     def ratio_sweep(self) -> pd.DataFrame:
         """FAFO at eta_QK / eta_OV = each ratio (eta_OV the shared LR), from each QK initialisation of the
-        preset (``ratio_inits``): per (init, ratio, seed) the mean distinct-token attention mass and the
-        accuracy on held-out sequences."""
+        preset (``ratio_inits``): per (init, ratio, seed) the mean distinct-token attention mass, the mass on
+        the query token, the share of the attention that moved from the initialisation (``moved``: near 0, the
+        QK circuit did not leave its init) and the accuracy on held-out sequences."""
         jobs = self._ratio_jobs()
         self._train_circuits()
         rows = []
@@ -358,6 +402,8 @@ class QKSpeedExperiment(PaperExperiment):
                     "ratio": ratio,
                     "seed": seed,
                     "mass": float(s["distinct_mass"].mean()),
+                    "query_mass": float(s["query_mass"].mean()),
+                    "moved": float(s["moved"].mean()),
                     "accuracy": float(s["correct"].mean()),
                     "true_prob": float(s["true_prob"].mean()),
                     "epochs": out["epochs"],
@@ -490,12 +536,20 @@ class QKSpeedExperiment(PaperExperiment):
     # SVA ---------------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _lr_scale(
-        qk_scale: float, variant: str, groups: tuple[str, ...] = ("qk", "embed")
-    ) -> dict[str, float]:
-        """Faster QK's learning-rate multipliers: the authors' SVA notebooks scale the embeddings with W_Q and
-        W_K, their SQuAD notebooks W_Q and W_K alone (``groups=("qk",)``)."""
-        return dict.fromkeys(groups, qk_scale) if variant == "fast QK" else {}
+    def _lr_scale(qk_scale: float | None, groups: tuple[str, ...] = ("qk", "embed")) -> dict[str, float]:
+        """Faster QK's learning-rate multipliers (``qk_scale``; None: the baseline, none): the authors' SVA
+        notebooks scale the embeddings with W_Q and W_K, their SQuAD notebooks W_Q and W_K alone
+        (``groups=("qk",)``)."""
+        return {} if qk_scale is None else dict.fromkeys(groups, qk_scale)
+
+    def sva_variants(self, protocol: str) -> list[Variant]:
+        """The SVA runs of ``protocol``: the baseline and faster QK at the authors' x``qk_scale`` (their
+        SGD), or at each factor of ``adam_qk_scales`` (Adam, whose step does not scale as SGD's)."""
+        if protocol not in SVA_PROTOCOLS:
+            raise ValueError(f"protocol must be one of {SVA_PROTOCOLS}, got {protocol!r}")
+        p = self.preset.sva
+        scales = (p.qk_scale,) if protocol == "authors" else p.adam_qk_scales
+        return [(BASELINE, None), *((fast_label(f), f) for f in scales)]
 
     def sva_data(self):
         """The agreement sentences of every offline set (``sva.load_agreement``) and the test sentences the
@@ -508,8 +562,8 @@ class QKSpeedExperiment(PaperExperiment):
         """Subject-verb agreement as the authors set it up (``papers/qk_speed/sva.py``): the verb's number
         from the full sentence, an attention-only block, baseline vs faster QK, every SVA seed; trained with
         their momentum SGD (``protocol="authors"``) or with Adam at ``SVASetup.adam_lr`` (``"adam"``, this
-        project's protocol, everything else theirs). One row per
-        (variant, seed, test sentence): the class probability of the true label, correctness, the label, the
+        project's protocol, everything else theirs). One row per (variant, seed, test sentence;
+        ``sva_variants``): the class probability of the true label, correctness, the label, the
         last token's attention mass on the subject head and the verb, comprehensiveness and sufficiency at the
         top ``topk`` of the tokens by that attention."""
         p = self.preset.sva
@@ -521,9 +575,9 @@ class QKSpeedExperiment(PaperExperiment):
         )
         dev = self.torch_device
         frames = []
-        for variant in VARIANTS:
+        for variant, qk_scale in self.sva_variants(protocol):
             for seed in self.preset.sva_seeds:
-                scale = self._lr_scale(p.qk_scale, variant)
+                scale = self._lr_scale(qk_scale)
                 settings: dict[str, Any] = dict(
                     epochs=p.epochs,
                     batch_size=p.batch_size,
@@ -613,16 +667,19 @@ class QKSpeedExperiment(PaperExperiment):
         p, q = self.preset.sva, self.preset.squad
         items = p.limit or SVA_ITEMS
         runs = {}
-        for variant in VARIANTS:
-            for protocol in self.sva_protocols():
+        for protocol in self.sva_protocols():
+            for variant, _ in self.sva_variants(protocol):
                 for seed in self.preset.sva_seeds:
                     tokens = p.epochs * 2 * items * p.model.block_size  # two sentences (verb forms) per item
                     runs[f"SVA {protocol} {variant} seed {seed}"] = PlannedRun(
                         p.model, p.model.block_size, tokens, f"sva {protocol} {variant} {seed}"
                     )
-            for protocol in SQUAD_PROTOCOLS if variant == "fast QK" else SQUAD_PROTOCOLS[:1]:
+        for protocol in SQUAD_PROTOCOLS:
+            for variant, qk_scale in self.squad_variants(protocol):
+                if qk_scale is None and protocol != SQUAD_PROTOCOLS[0]:
+                    continue  # one baseline run serves both protocols
                 for seed in self.preset.squad_seeds:
-                    t = self.squad_train(variant, seed, protocol)
+                    t = self.squad_train(seed, qk_scale, protocol)
                     tokens = t.steps * t.batch_size * q.model.block_size
                     runs[f"SQuAD {protocol} {variant} seed {seed}"] = PlannedRun(
                         q.model, q.model.block_size, tokens, f"squad {protocol} {variant} {seed}"
@@ -638,34 +695,61 @@ class QKSpeedExperiment(PaperExperiment):
         test = [e for e in examples if not e.train][: q.test_limit]
         return encode_qa(train), encode_qa(test)
 
-    def squad_train(self, variant: str, seed: int, protocol: str = "shared") -> TrainConfig:
-        """The training settings of one SQuAD run: ``SquadSetup.train`` with ``seed``; faster QK multiplies
-        the rate of W_Q, W_K and their biases by ``qk_scale``, and under ``protocol="authors"`` also trains
-        everything at ``authors_rate`` x the rate for ``authors_steps`` x the steps (the authors' pairing)."""
+    def squad_variants(self, protocol: str = "shared") -> list[Variant]:
+        """The SQuAD runs of ``protocol``: the baseline (one run for both protocols) and faster QK at each
+        factor of ``qk_scales`` (shared rates: a search for a factor whose model learns the task) or at the
+        authors' ``qk_scale`` (their pairing)."""
+        if protocol not in SQUAD_PROTOCOLS:
+            raise ValueError(f"protocol must be one of {SQUAD_PROTOCOLS}, got {protocol!r}")
+        q = self.preset.squad
+        scales = q.qk_scales if protocol == "shared" else (q.qk_scale,)
+        return [(BASELINE, None), *((fast_label(f), f) for f in scales)]
+
+    def squad_train(self, seed: int, qk_scale: float | None = None, protocol: str = "shared") -> TrainConfig:
+        """The training settings of one SQuAD run: ``SquadSetup.train`` with ``seed``; faster QK (``qk_scale``
+        not None) multiplies the rate of W_Q, W_K and their biases by ``qk_scale``, and under
+        ``protocol="authors"`` also trains everything at ``authors_rate`` x the rate for ``authors_steps`` x
+        the steps (the authors' pairing). The baseline is the same run under both protocols."""
         if protocol not in SQUAD_PROTOCOLS:
             raise ValueError(f"protocol must be one of {SQUAD_PROTOCOLS}, got {protocol!r}")
         q = self.preset.squad
         t = replace(q.train, seed=seed)
-        if variant != "fast QK":
+        if qk_scale is None:
             return t
         if protocol == "authors":
             t = replace(t, lr=t.lr * q.authors_rate, steps=round(t.steps * q.authors_steps))
-        return replace(t, lr_scale=self._lr_scale(q.qk_scale, variant, ("qk",)))
+        return replace(t, lr_scale=self._lr_scale(qk_scale, ("qk",)))
+
+    def squad_budget(self, train: QABatchData | None = None) -> dict[str, float]:
+        """One SQuAD run's training budget in the units the authors state theirs in (70 epochs of 60 000
+        questions): questions seen (steps x batch), epochs of the training questions, and byte tokens (the
+        training sequences' mean length, prompt and answer, x questions seen). ``train``: the encoded
+        training questions (``squad_data``'s; loaded when None)."""
+        t = self.preset.squad.train
+        data = train if train is not None else self.squad_data()[0]
+        seen = t.steps * t.batch_size
+        mean_tokens = float((data.prompt_len + data.target_len).double().mean())
+        return {
+            "training questions": len(data),
+            "questions seen": seen,
+            "epochs": seen / len(data),
+            "tokens": seen * mean_tokens,
+        }
 
     def squad(self, protocol: str = "shared") -> pd.DataFrame:
-        """SQuAD as generative QA, baseline vs faster QK (``squad_train``: ``protocol`` "shared" or
-        "authors"; the baseline is the same run in both): one row per (variant, seed, test question) with
-        F1, EM, the gold answer's probability and the rollout attention mass on the answer's bytes in the
-        context."""
+        """SQuAD as generative QA, baseline vs faster QK (``squad_variants``, ``squad_train``: ``protocol``
+        "shared" or "authors"; the baseline is the same run in both): one row per (variant, seed, test
+        question) with F1, EM, the gold answer's probability and the rollout attention mass on the answer's
+        bytes in the context."""
         q = self.preset.squad
         train, test = self.squad_data()
         width = max(train.tokens.shape[1], test.tokens.shape[1])
         cfg = replace(q.model, block_size=max(q.model.block_size, width))
         dev = self.torch_device
         frames = []
-        for variant in VARIANTS:
+        for variant, qk_scale in self.squad_variants(protocol):
             for seed in self.preset.squad_seeds:
-                tcfg = self.squad_train(variant, seed, protocol)
+                tcfg = self.squad_train(seed, qk_scale, protocol)
                 config = dict(
                     model=cfg.to_dict(), train=tcfg.to_dict(), prompt_weight=q.prompt_weight, device=dev.type
                 )
@@ -730,6 +814,15 @@ class QKSpeedExperiment(PaperExperiment):
         from attnlab.papers.qk_speed import claims as paper_claims  # judged after computing
 
         return paper_claims.claims(self, evidence)
+
+
+def _bins(shares) -> dict[str, float]:
+    """Five DTAP attention-mass bin shares (%) as columns named by their bins."""
+    edges = DTAP_EDGES
+    names = [
+        f"[{lo:g}, {hi:g}{']' if hi == edges[-1] else ')'}" for lo, hi in zip(edges, edges[1:], strict=False)
+    ]
+    return {name: float(v) for name, v in zip(names, shares, strict=True)}
 
 
 def available_cores() -> int:

@@ -13,12 +13,18 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.cm import ScalarMappable
-from matplotlib.colors import Normalize
+from matplotlib.colors import Normalize, to_hex
 
 from attnlab.metrics import DTAP_EDGES
 from attnlab.runner import style
 
-VARIANT_COLORS = {"baseline": style.color("sa"), "fast QK": style.color("fast-qk")}
+
+def variant_colors(variants) -> dict[str, str]:
+    """The baseline in the project's colour for standard attention; the faster-QK variants ("fast QK x2",
+    ...; in order of their factors) in shades of faster QK's colour, the last in the colour itself."""
+    fast = [v for v in variants if v != "baseline"]
+    shades = sns.light_palette(style.color("fast-qk"), n_colors=len(fast) + 1)[1:]
+    return {"baseline": style.color("sa")} | {v: to_hex(c) for v, c in zip(fast, shades, strict=True)}
 
 
 def dtap_grid(
@@ -141,13 +147,22 @@ def growth_laws(sims: dict, fits: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def ratio_sweep(ratio: pd.DataFrame) -> plt.Figure:
+def ratio_sweep(ratio: pd.DataFrame, still: float | None = None) -> plt.Figure:
     """Final attention mass on distinct tokens and accuracy vs eta_QK / eta_OV (FAFO), mean ± std over
-    seeds, one line per QK initialisation (``init``)."""
+    seeds, one line per QK initialisation (``init``). With ``still`` (``claims.QK_STILL``) and a ``moved``
+    column, a ratio at which the QK circuit did not leave its init in some seed is circled in black: its
+    attention is the init's, and the claims do not judge it."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.6))
     panels = ((left, "mass", "attention mass on distinct tokens"), (right, "accuracy", "accuracy"))
+    flagged = None
+    if still is not None and "moved" in ratio:
+        by = ratio.groupby(["init", "ratio"], sort=False)
+        flagged = by[["mass", "accuracy"]].mean()[by["moved"].min() <= still].reset_index()
     for ax, y, label in panels:
         sns.lineplot(data=ratio, x="ratio", y=y, hue="init", style="init", marker="o", errorbar="sd", ax=ax)
+        if flagged is not None and len(flagged):
+            ax.scatter(flagged["ratio"], flagged[y], s=90, facecolors="none", edgecolors="black",
+                       label="QK did not leave its init")  # fmt: skip
         ax.set(xscale="log", xlabel="eta_QK / eta_OV", ylabel=label, title=f"{label} (held-out)")
         ax.set_ylim(0, 1.02)
         ax.legend(fontsize=8, title="FAFO init")
@@ -193,7 +208,7 @@ def variant_bars(
             x="variant",
             y=col,
             hue="variant",
-            palette=VARIANT_COLORS,
+            palette=variant_colors(dict.fromkeys(per_seed["variant"])),
             errorbar="sd",
             ax=ax,
             legend=False,

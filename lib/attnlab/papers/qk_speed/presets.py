@@ -14,6 +14,13 @@ from attnlab.model import GPTConfig
 from attnlab.training.trainer import TrainConfig
 
 KINDS = ("fafo", "faco", "cafo", "caco")
+BASELINE = "baseline"  # the real-data baseline's variant label
+
+
+def fast_label(qk_scale: float) -> str:
+    """The variant label of a real-data faster-QK run at ``qk_scale`` x the rate, e.g. "fast QK x20"."""
+    return f"fast QK x{qk_scale:g}"
+
 
 # The paper's numbers (docs/papers/qk-speed.md, "Claims and the paper's numbers").
 PAPER_FIG3_FINAL = {0.2: 3.8e-3, 0.4: 1.5e-3, 0.6: 8.9e-4, 0.8: 6.3e-4, 1.0: 4.9e-4}  # factorised OV
@@ -31,11 +38,14 @@ class CircuitSetup:
     CACO's faster-QK runs use sequences of ``caco_seq_len`` (128).
 
     Budgets per run, as the authors' notebooks set them (``authors.PROTOCOL``): row 1 trains up to
-    ``max_epochs`` x ``batches_per_epoch`` steps (paper: 2500 x 250) with the early stop; FAFO QK x20 up to
-    ``fast_epochs`` x ``fast_batches_per_epoch`` (1000 x 100) with the early stop; the FAFO ramp and the three
-    CACO L128 runs ``long_epochs`` x ``fast_batches_per_epoch`` (2000 x 100) without it (the authors comment
-    the early stop out). ``ratio_inits``: the QK initialisations of the ratio sweep ("default": nn.Linear's,
-    as the authors' row-1 FAFO; "identity": 1e-6 I, as their faster-QK runs)."""
+    ``max_epochs`` x ``batches_per_epoch`` steps (paper: 2500 x 250) with the early stop, but for CAFO and
+    CACO, which train up to ``cafo_budget`` and ``caco_budget`` (epochs, batches per epoch; paper: 5000 x 200
+    and 2500 x 200; None: the row-1 budget); FAFO QK x20 up to ``fast_epochs`` x ``fast_batches_per_epoch``
+    (1000 x 100) with the early stop; the FAFO ramp and the three CACO L128 runs ``long_epochs`` x
+    ``fast_batches_per_epoch`` (2000 x 100) without it (the authors comment the early stop out). The faster-QK
+    FAFO runs also run from the QK initialisation of their baseline (matched-init pairs, ``fig2_runs``).
+    ``ratio_inits``: the QK initialisations of the ratio sweep ("default": nn.Linear's, as the authors' row-1
+    FAFO; "identity": 1e-6 I, as their faster-QK runs)."""
 
     lr: float
     batches_per_epoch: int
@@ -53,6 +63,8 @@ class CircuitSetup:
     long_epochs: int = 2000
     fast_batches_per_epoch: int = 100
     ratio_inits: tuple[str, ...] = ("default", "identity")
+    cafo_budget: tuple[int, int] | None = None
+    caco_budget: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,9 +118,12 @@ class SVASetup:
     sentences for the metrics (None: all); faithfulness at the top ``topk`` fraction (5 %, the authors' k).
 
     ``adam_lr``: the same runs again under this project's protocol, beside theirs: Adam (betas 0.9, 0.999, no
-    weight decay) at ``adam_lr`` instead of momentum SGD, everything else (epochs, batches, schedule, faster
-    QK's ``qk_scale`` on the embeddings and QK) as theirs; chosen so that the model leaves the initial plateau
-    on the offline data. None runs theirs only."""
+    weight decay) at ``adam_lr`` instead of momentum SGD, everything else (epochs, batches, schedule, the
+    groups faster QK scales: the embeddings and QK) as theirs; chosen so that the model leaves the initial
+    plateau on the offline data. None runs theirs only. Adam's step does not grow with the learning-rate
+    multiplier as SGD's does (it divides the gradient by its own scale), so x100 under Adam is not their x100
+    under SGD: faster QK runs under Adam at each factor of ``adam_qk_scales`` (x2-x10), each judged against
+    the one baseline."""
 
     model: GPTConfig
     epochs: int = 15
@@ -123,6 +138,7 @@ class SVASetup:
     test_limit: int | None = None
     topk: float = 0.05
     adam_lr: float | None = 1e-3  # this project's protocol beside theirs (None: theirs only)
+    adam_qk_scales: tuple[float, ...] = (2.0, 5.0, 10.0)  # faster QK's factors under Adam
 
 
 @dataclass(frozen=True)
@@ -133,9 +149,11 @@ class SquadSetup:
     biases by ``qk_scale``, as the authors' SQuAD notebook does (their embeddings stay out of that group).
 
     Two protocols (``experiment.squad``): "shared", faster QK at the baseline's rates and steps but for W_Q,
-    W_K; "authors", the authors' pairing: their faster-QK run also trains everything else at ``authors_rate``
-    x the baseline's rate (their 5e-5 against 5e-4) for ``authors_steps`` x the steps (their 100 epochs
-    against 70). The baseline is the same run in both.
+    W_K, at each factor of ``qk_scales`` (a search: a faster-QK model that learns the task must exist before
+    "at a similar F1" can be judged; each factor is its own pair of claims rows); "authors", the authors'
+    pairing at their ``qk_scale``: their faster-QK run also trains everything else at ``authors_rate`` x the
+    baseline's rate (their 5e-5 against 5e-4) for ``authors_steps`` x the steps (their 100 epochs against 70).
+    The baseline is the same run in both.
 
     ``prompt_weight``: weight of the whole-sequence next-byte loss added to the answer loss (this project's
     protocol; the authors train on the answer tokens only, from GloVe embeddings). Measured at ``cpu`` scale
@@ -152,6 +170,7 @@ class SquadSetup:
     prompt_weight: float = 1.0
     authors_rate: float = 0.1
     authors_steps: float = 100 / 70
+    qk_scales: tuple[float, ...] = (20.0,)  # the shared protocol's faster-QK factors (a search at cpu scale)
 
 
 @dataclass(frozen=True)
@@ -221,13 +240,28 @@ def _qa_train(steps: int, batch: int, lr: float, block: int = 320, **kw) -> Trai
 PAPER_SEEDS = (1234, 1235, 1236, 1237, 1238)
 
 # SQuAD at cpu and gpu scale: 2 layers, 64 wide, 6 000 AdamW steps of 32 questions with the whole-sequence
-# loss (``SquadSetup.prompt_weight``), every training question of the offline set, 96-character windows.
+# loss (``SquadSetup.prompt_weight``), every training question of the offline set, 96-character windows. The
+# budget per run: 192 000 sequences, 27.4 epochs of the 7 011 training questions, about 34 M byte tokens
+# (179 bytes a question on average; ``QKSpeedExperiment.squad_budget``); the authors: 70 epochs of 60 000
+# questions.
+# The faster-QK factor is searched over x2, x5, x10 and x20 (the authors' x20).
 _SQUAD_SMALL = SquadSetup(
-    _qa_model(2, 64, 4), _qa_train(6000, 32, 3e-3), window=96, max_answer=30, test_limit=400
+    _qa_model(2, 64, 4),
+    _qa_train(6000, 32, 3e-3),
+    window=96,
+    max_answer=30,
+    test_limit=400,
+    qk_scales=(2.0, 5.0, 10.0, 20.0),
 )
 
 _PAPER_CIRCUITS = CircuitSetup(
-    lr=1e-2, batches_per_epoch=250, max_epochs=2500, loss_stop=1e-3, eval_size=2000
+    lr=1e-2,
+    batches_per_epoch=250,
+    max_epochs=2500,
+    loss_stop=1e-3,
+    eval_size=2000,
+    cafo_budget=(5000, 200),  # the authors' CAFO cell (Net_p3)
+    caco_budget=(2500, 200),  # their CACO cell (Net_p4)
 )
 _PAPER_FIXED = FixedSetup(
     alphas=(0.2, 0.4, 0.6, 0.8, 1.0), epochs=500, batches_per_epoch=250, lr=1e-2, eval_size=2000
@@ -251,7 +285,7 @@ PRESETS: dict[str, Preset] = {
         ratio_seeds=1,
         fixed=FixedSetup(alphas=(0.2, 0.6, 1.0), epochs=4, batches_per_epoch=20, lr=0.4, eval_size=256),
         dynamics=DynamicsSetup(),
-        sva=SVASetup(_sva_model(), epochs=2, limit=40, test_limit=200),
+        sva=SVASetup(_sva_model(), epochs=2, limit=40, test_limit=200, adam_qk_scales=(10.0,)),
         sva_seeds=(0, 1),
         squad=SquadSetup(
             _qa_model(1, 32, 2),
@@ -278,6 +312,8 @@ PRESETS: dict[str, Preset] = {
             ratios=(0.5, 1.0, 2.0, 5.0, 10.0, 20.0),
             fast_epochs=10,  # lr x steps 10 x 100 x 1.0 = 1000, the authors' 1000 x 100 x 1e-2
             long_epochs=20,  # 2000, the authors' 2000 x 100 x 1e-2
+            cafo_budget=(100, 100),  # 10 000, the authors' CAFO 5000 x 200 x 1e-2
+            caco_budget=(50, 100),  # 5000, the authors' CACO 2500 x 200 x 1e-2
         ),
         ratio_seeds=2,
         fixed=FixedSetup(
@@ -290,6 +326,8 @@ PRESETS: dict[str, Preset] = {
         squad_seeds=(0, 1),
     ),
     # One GPU: the authors' settings (epochs, seeds); the circuits are tiny and run on the CPU either way.
+    # SQuAD: the cpu configuration on every test question, five seeds, faster QK at x2, x5, x10, x20; per run
+    # 6000 steps x 32 questions = 27.4 epochs of the 7 011 training questions, about 34 M byte tokens.
     "gpu": Preset(
         seeds=PAPER_SEEDS,
         circuits=_PAPER_CIRCUITS,
@@ -342,15 +380,22 @@ class CircuitRun:
     early_stop: bool = True  # stop at the preset's loss_stop
 
     @property
+    def qk_start(self) -> str:
+        """Where the QK circuit starts, as ``make_circuit`` resolves ``qk_init``: "identity" (1e-6 I) or
+        "default" (nn.Linear's); without ``qk_init``, factorised QK at 1e-6 I, collapsed at
+        ``collapsed_init``. A faster-QK run and its baseline must share it (``claims.fig2_pairs``)."""
+        if self.qk_init is not None:
+            return self.qk_init
+        return "identity" if self.kind in ("fafo", "faco") else self.collapsed_init
+
+    @property
     def init_label(self) -> str:
-        """The QK initialisation in words, for the notebook's table of runs."""
-        collapsed = "1e-6 I" if self.collapsed_init == "identity" else "nn.Linear default"
-        if self.kind == "fafo":
-            qk = "nn.Linear default" if self.qk_init == "default" else "1e-6 I"
-            return f"W_Q, W_K: {qk}; W_V, W_O: 1e-6 I"
-        qk = "W_Q, W_K: 1e-6 I" if self.kind == "faco" else f"W_QK: {collapsed}"
-        ov = "W_V, W_O: 1e-6 I" if self.kind == "cafo" else f"W_OV: {collapsed}"
-        return f"{qk}; {ov}"
+        """The initialisation in words, for the notebook's table of runs."""
+        words = {"identity": "1e-6 I", "default": "nn.Linear default"}
+        qk, collapsed = words[self.qk_start], words[self.collapsed_init]
+        qk_part = f"W_Q, W_K: {qk}" if self.kind in ("fafo", "faco") else f"W_QK: {qk}"
+        ov_part = "W_V, W_O: 1e-6 I" if self.kind in ("fafo", "cafo") else f"W_OV: {collapsed}"
+        return f"{qk_part}; {ov_part}"
 
 
 class _Budget(TypedDict, total=False):
@@ -361,22 +406,40 @@ class _Budget(TypedDict, total=False):
     early_stop: bool
 
 
+def _row1_budget(budget: tuple[int, int] | None) -> _Budget:
+    """A row-1 run's own budget (epochs, batches per epoch), with the early stop; None: the preset's."""
+    return _Budget() if budget is None else _Budget(max_epochs=budget[0], batches_per_epoch=budget[1])
+
+
+MATCHED_IDENTITY = "FAFO (QK 1e-6 I)"  # row-1 FAFO from the faster-QK FAFO runs' init (their baseline)
+DEFAULT_SUFFIX = " (QK default)"  # a faster-QK FAFO run from row-1 FAFO's QK init (nn.Linear's)
+
+
 def fig2_runs(c: CircuitSetup) -> list[CircuitRun]:
-    """Row 1: the four parameterisations at the shared LR (FAFO's QK circuit at nn.Linear's default, as the
-    authors' ``Net_p1``); row 2: faster QK (a constant ratio, ramps) with the authors' budgets and early-stop
-    settings (class docstring of ``CircuitSetup``)."""
+    """Row 1: the four parameterisations at the shared LR, initialised as the authors' ``Net_p1`` - ``Net_p4``
+    (FAFO's QK circuit at nn.Linear's default; FACO all at 1e-6 I; CAFO W_QK, W_V, W_O at 1e-6 I; CACO at
+    nn.Linear's default), CAFO and CACO with their own budgets; row 2: faster QK (a constant ratio, ramps)
+    with the authors' budgets and early-stop settings (class docstring of ``CircuitSetup``).
+
+    The authors pair their faster-QK FAFO runs (from 1e-6 I) with row-1 FAFO (from nn.Linear's default), two
+    initialisations. So each faster-QK FAFO run also runs from row-1 FAFO's init ("... (QK default)"), and
+    row-1 FAFO also from theirs (``MATCHED_IDENTITY``): ``claims.fig2_pairs`` pairs runs of one init only.
+    The CACO L128 runs all start at nn.Linear's default, as the authors' ``Net_CACO``."""
     fast = _Budget(max_epochs=c.fast_epochs, batches_per_epoch=c.fast_batches_per_epoch)
     long = _Budget(max_epochs=c.long_epochs, batches_per_epoch=c.fast_batches_per_epoch, early_stop=False)
-    L = c.caco_seq_len
+    L, x, ramp = c.caco_seq_len, f"FAFO QK x{c.fast_fafo:g}", f"FAFO QK ramp x1-x{c.ramp_fafo:g}"
     return [
         CircuitRun("FAFO", "fafo", seq_len=c.seq_len, qk_init="default"),  # Net_p1
         CircuitRun("FACO", "faco", seq_len=c.seq_len, collapsed_init="identity"),  # Net_p2
-        CircuitRun("CAFO", "cafo", seq_len=c.seq_len),
-        CircuitRun("CACO", "caco", seq_len=c.seq_len),
-        CircuitRun(f"FAFO QK x{c.fast_fafo:g}", "fafo", c.fast_fafo, seq_len=c.seq_len, **fast),
-        CircuitRun(
-            f"FAFO QK ramp x1-x{c.ramp_fafo:g}", "fafo", qk_ramp=(1.0, c.ramp_fafo), seq_len=c.seq_len, **long
-        ),
+        CircuitRun("CAFO", "cafo", seq_len=c.seq_len, qk_init="identity",
+                   **_row1_budget(c.cafo_budget)),  # Net_p3
+        CircuitRun("CACO", "caco", seq_len=c.seq_len, **_row1_budget(c.caco_budget)),  # Net_p4
+        CircuitRun(MATCHED_IDENTITY, "fafo", seq_len=c.seq_len, qk_init="identity"),
+        CircuitRun(x, "fafo", c.fast_fafo, seq_len=c.seq_len, **fast),
+        CircuitRun(x + DEFAULT_SUFFIX, "fafo", c.fast_fafo, seq_len=c.seq_len, qk_init="default", **fast),
+        CircuitRun(ramp, "fafo", qk_ramp=(1.0, c.ramp_fafo), seq_len=c.seq_len, **long),
+        CircuitRun(ramp + DEFAULT_SUFFIX, "fafo", qk_ramp=(1.0, c.ramp_fafo), seq_len=c.seq_len,
+                   qk_init="default", **long),
         CircuitRun(f"CACO L{L}", "caco", seq_len=L, **long),
         CircuitRun(f"CACO L{L} QK x{c.fast_caco:g}", "caco", c.fast_caco, seq_len=L, **long),
         CircuitRun(
@@ -387,7 +450,7 @@ def fig2_runs(c: CircuitSetup) -> list[CircuitRun]:
 
 def runs_table(c: CircuitSetup) -> pd.DataFrame:
     """The Fig. 2 runs of a preset: learning rates, budget, early stop and initialisation, one row per run,
-    with the authors' protocol beside it where their notebooks were read (``authors.PROTOCOL``, reference
+    with the authors' protocol beside it where their notebooks have the run (``authors.PROTOCOL``, reference
     only: its source cell in ``authors``)."""
     from attnlab.papers.qk_speed.authors import PROTOCOL
 
@@ -424,6 +487,7 @@ def preset_table(preset: Preset) -> pd.DataFrame:
             "warmup",
             "qk_scale",
             "adam_lr",
+            "adam_qk_scales",
             "train_fraction",
             "limit",
             "test_limit",
@@ -446,7 +510,18 @@ def preset_table(preset: Preset) -> pd.DataFrame:
         },
         {
             "setting": "squad.loss",
-            "value": f"answer + {q.prompt_weight:g} x whole sequence; faster QK: W_Q, W_K x {q.qk_scale:g}",
+            "value": f"answer + {q.prompt_weight:g} x whole sequence",
+        },
+        {
+            "setting": "squad.faster QK",
+            "value": "W_Q, W_K x "
+            + ", x".join(f"{f:g}" for f in q.qk_scales)
+            + f" (shared rates); x{q.qk_scale:g} (authors' rates)",
+        },
+        {
+            "setting": "squad.budget",
+            "value": f"{q.train.steps * q.train.batch_size:,} questions a run "
+            f"({q.train.steps} steps x {q.train.batch_size}; epochs and tokens: squad_budget())",
         },
         {
             "setting": "seeds",
@@ -457,9 +532,13 @@ def preset_table(preset: Preset) -> pd.DataFrame:
 
 
 def _authors_protocol(protocol: dict, label: str) -> str:
-    """The authors' budget, early stop and init of the run ``label`` ("not read": no notebook cell read)."""
+    """The authors' budget, early stop, init and seeds of the run ``label`` ("not in their notebooks": a run
+    of this project's, e.g. a matched-init pair)."""
     if label not in protocol:
-        return "not read"
+        return "not in their notebooks"
     p = protocol[label]
     stop = "early stop" if p.early_stop else "no early stop"
-    return f"{p.epochs} x {p.batches_per_epoch}, LR QK {p.lr_qk} / OV {p.lr_ov:g}, {stop}; {p.init}"
+    seeds = f"seed {p.seeds[0]}" if len(p.seeds) == 1 else f"seeds {p.seeds[0]}-{p.seeds[-1]}"
+    ran = "" if p.executed else "; not executed in the saved notebook"
+    budget = f"{p.epochs} x {p.batches_per_epoch}, LR QK {p.lr_qk} / OV {p.lr_ov:g}"
+    return f"{budget}, {stop}; {p.init}; {seeds}{ran}"
