@@ -132,7 +132,9 @@ def code_digest(roots: Iterable[str]) -> str:
     h = hashlib.sha256()
     for name in sorted(closure(roots)):
         h.update(name.encode() + b"\0")
-        h.update(module_file(name).read_bytes())  # type: ignore[union-attr]
+        path = module_file(name)
+        assert path is not None  # closure() holds modules of this package only
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -322,11 +322,11 @@ def benchmark(
     if device != "cpu":  # start the device outside the timing
         train_circuits(specs[:1], batches_per_epoch=2, max_epochs=1, device=device)
     cpu, wall = time.process_time(), time.perf_counter()
-    batched: list[CircuitTrainResult] = [None] * len(specs)  # type: ignore[list-item]
+    trained: dict[int, CircuitTrainResult] = {}
     for key, idx in by_settings.items():
         results = train_circuits([specs[i] for i in idx], device=device, threads=1, **json.loads(key))
-        for i, r in zip(idx, results, strict=True):
-            batched[i] = r
+        trained.update(zip(idx, results, strict=True))
+    batched = [trained[i] for i in range(len(specs))]
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     stacks: dict[tuple[str, int], int] = {}  # the steps each stack ran: those of its longest run
     for key, idx in by_settings.items():

@@ -632,15 +632,16 @@ def _ratio(exp: QKSpeedExperiment, ratio: pd.DataFrame) -> list[Claim]:
         still = still_ratios(ratios, {s: row.tolist() for s, row in moved.iterrows()})
         kept = [r for r in ratios if r not in still]
         mass, acc = mass[kept], acc[kept]
-        pooled = None
+        pooled: tuple[Counts, Counts] | None = None
         if kept:  # the highest judged ratio's pooled predictions against the lowest's
             ends = [acc[kept[-1]], acc[kept[0]]]
-            pooled = tuple(Counts(int(round((a * c.eval_size).sum())), c.eval_size * len(a)) for a in ends)
+            high, low = (Counts(int(round((a * c.eval_size).sum())), c.eval_size * len(a)) for a in ends)
+            pooled = (high, low)
         verdict = verdict_ratio_sweep(
             kept,
             {s: row.tolist() for s, row in mass.iterrows()},
             {s: row.tolist() for s, row in acc.iterrows()},
-            pooled,  # type: ignore[arg-type]
+            pooled,
             still=still,
         )
         per_init[str(init)] = verdict
