@@ -6,6 +6,7 @@ downstream task, as a fixed subject-stratified sample.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 
@@ -154,8 +155,11 @@ def choice_logprobs(
     """Sum of the token log-probabilities of each choice given "\\n" + prompt (the newline gives an empty
     prompt a context); the context is cut from the left to fit the model's block size. ``tokenizer``: the
     one of the model's training corpus (``attnlab.training.cache.corpus_tokenizer``; default bytes), applied
-    to the context and the choice separately."""
+    to the context and the choice separately. The forward passes run in float64 on a copy of the model: the
+    choices of a little-trained model score within float32 rounding of each other, and which one wins must
+    not depend on the thread count."""
     tok = tokenizer or ByteTokenizer()
+    model = copy.deepcopy(model).double()
 
     def encode(text: str) -> torch.Tensor:
         return torch.from_numpy(tok.encode_batch([text])[0].astype(np.int64))
@@ -171,7 +175,7 @@ def choice_logprobs(
             seqs.append(seq)
             spans.append(min(len(answer), len(seq) - 1))
     scores = []
-    model.eval()
+    model.eval()  # the copy's mode; the caller's model is left as it was
     for start in range(0, len(seqs), batch_size):
         chunk = seqs[start : start + batch_size]
         width = max(len(s) for s in chunk)
@@ -180,11 +184,10 @@ def choice_logprobs(
             batch[i, : len(s)] = s.long()  # right padding never affects earlier positions (causal)
         batch = batch.to(device)
         logits, _ = model(batch[:, :-1])
-        logp = F.log_softmax(logits.float(), dim=-1).gather(-1, batch[:, 1:, None])[..., 0]  # (N, W - 1)
+        logp = F.log_softmax(logits, dim=-1).gather(-1, batch[:, 1:, None])[..., 0]  # (N, W - 1)
         for i, s in enumerate(chunk):
             n = spans[start + i]
             scores.append(logp[i, len(s) - 1 - n : len(s) - 1].sum().item())
-    model.train()
     it = iter(scores)
     return [[next(it) for _ in item.choices] for item in items]
 
