@@ -331,12 +331,44 @@ def _labelled(fig):
     return all(ax.get_xlabel() and ax.get_ylabel() for ax in panels)
 
 
+def test_distinct_mass_shows_the_seed_interval_and_colours_faster_qk():
+    """Fig. 2's one-panel summary: the black bar is the 95 % t interval of the per-seed means (what the claims
+    judge), one seed prints no interval, and only a faster-QK run takes faster QK's colour."""
+    from matplotlib.colors import to_hex
+
+    from attnlab.runner import style
+    from attnlab.runner.stats import mean_interval
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {"run": run, "seed": seed, "mass": m}
+        for run, shift in (("FAFO (QK 1e-6 I)", 0.3), ("FAFO QK x20", 0.7))
+        for seed in range(3)
+        for m in np.clip(shift + 0.05 * seed + 0.1 * rng.standard_normal(20), 0, 1)
+    ]
+    rows.append({"run": "CACO", "seed": 0, "mass": 0.5})
+    frame = pd.DataFrame(rows)
+    fig = plots.distinct_mass(frame)
+    [ax] = fig.axes
+    bars = [line for line in ax.lines if line.get_linewidth() > 2 and len(line.get_xdata()) == 2]
+    expected = mean_interval(frame[frame["run"] == "FAFO QK x20"].groupby("seed")["mass"].mean())
+    assert any(np.allclose(b.get_xdata(), [expected.low, expected.high]) for b in bars)
+    assert len(bars) == 2  # CACO has one seed: no bar
+    texts = [t.get_text() for t in ax.texts]
+    assert any("one seed, no interval" in t for t in texts)
+    faces = {to_hex(c.get_facecolor()[0]) for c in ax.collections if hasattr(c, "get_offsets")}
+    assert style.color("fast-qk") in faces and style.color("sa") in faces
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["FAFO (QK 1e-6 I)", "FAFO QK x20", "CACO"]
+
+
 def test_plots_have_labelled_axes():
     hist = (np.full((5, 5), 4.0), np.zeros((5, 5)))
     dtap = plots.dtap_grid({"A": hist, "B": hist}, ncols=3)
     assert _labelled(dtap)
     [bar] = [ax for ax in dtap.axes if ax.get_label() == "<colorbar>"]  # one colorbar for the shares
     assert bar.get_ylabel() == "% of test samples"
+    frame = pd.DataFrame({"run": ["FAFO"] * 4, "seed": [0, 0, 1, 1], "mass": [0.2, 0.4, 0.3, 0.5]})
+    assert _labelled(plots.distinct_mass(frame))
     fig3 = pd.DataFrame(
         [
             {"ov": ov, "alpha": a, "epoch": e, "loss": 1.0 / (e + 1), "fd": 0.1}

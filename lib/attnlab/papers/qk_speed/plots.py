@@ -1,5 +1,6 @@
-"""The figures of the qk_speed notebook (Faster query-key learning sharpens attention): DTAP heatmaps (Fig. 2
-and the real-data runs), fixed-attention losses (Fig. 3), the reduced dynamics and their growth-law fits
+"""The figures of the qk_speed notebook (Faster query-key learning sharpens attention): the distinct-token
+attention mass per run in one panel (Fig. 2's statistic) with the DTAP heatmaps beside it (Fig. 2 and the
+real-data runs), fixed-attention losses (Fig. 3), the reduced dynamics and their growth-law fits
 (Fig. 4), the eta_QK / eta_OV sweep and the baseline-vs-faster-QK bars. Each takes the tidy frames of
 ``attnlab.papers.qk_speed`` and returns a matplotlib figure; save with
 ``attnlab.runner.style.save_figure``."""
@@ -7,6 +8,7 @@ and the real-data runs), fixed-attention losses (Fig. 3), the reduced dynamics a
 from __future__ import annotations
 
 import math
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -17,6 +19,10 @@ from matplotlib.colors import Normalize, to_hex
 
 from attnlab.metrics import DTAP_EDGES
 from attnlab.runner import style
+from attnlab.runner.stats import mean_interval
+
+#: A faster-QK run's label names its QK factor or ramp ("FAFO QK x20", "fast QK x5", "... QK ramp x1-x40").
+_FASTER_QK = re.compile(r"QK (x\d|ramp)")
 
 
 def variant_colors(variants) -> dict[str, str]:
@@ -25,6 +31,48 @@ def variant_colors(variants) -> dict[str, str]:
     fast = [v for v in variants if v != "baseline"]
     shades = sns.light_palette(style.color("fast-qk"), n_colors=len(fast) + 1)[1:]
     return {"baseline": style.color("sa")} | {v: to_hex(c) for v, c in zip(fast, shades, strict=True)}
+
+
+def distinct_mass(frame: pd.DataFrame, key: str = "run", xlabel: str = "distinct") -> plt.Figure:
+    """Fig. 2's statistic in one panel: per run (a row, in the frame's order), the attention mass on the
+    distinct tokens of every test sample (a violin over all seeds' samples), each seed's mean (dots) and the
+    mean over seeds with its 95 % interval (black bar, clipped to [0, 1]; the claims judge the per-seed means,
+    paired by seed), printed at the right. Faster-QK runs in faster QK's colour, their baselines in standard
+    attention's."""
+    runs = list(dict.fromkeys(frame[key]))
+    fig, ax = plt.subplots(figsize=(8.5, 0.42 * len(runs) + 1.4))
+    for y, run in enumerate(runs):
+        sub = frame[frame[key] == run]
+        colour = style.color("fast-qk" if _FASTER_QK.search(run) else "sa")
+        masses = sub["mass"].to_numpy(dtype=float)
+        if np.ptp(masses) > 0:  # a violin needs spread; a run whose every sample has one mass is its dots
+            body = ax.violinplot(
+                masses, positions=[y], orientation="horizontal", widths=0.8, showextrema=False
+            )
+            for part in body["bodies"]:
+                part.set(facecolor=colour, edgecolor=colour, alpha=0.35)
+        seeds = sub.groupby("seed")["mass"].mean()
+        ax.scatter(seeds, np.full(len(seeds), y), s=14, color=colour, edgecolor="k", linewidth=0.4, zorder=3)
+        est = mean_interval(seeds)
+        if est.n > 1:
+            low, high = max(est.low, 0.0), min(est.high, 1.0)  # a mass: the t interval clipped to [0, 1]
+            ax.plot([low, high], [y, y], color="k", lw=2.2, zorder=4)
+            text = f"{est.mean:.3f} [{low:.3f}, {high:.3f}], {est.n} seeds"
+        else:
+            text = f"{est.mean:.3f}, one seed, no interval"
+        ax.plot([est.mean], [y], marker="|", color="k", ms=10, mew=2, zorder=4)
+        ax.annotate(text, (1.02, y), xycoords=("axes fraction", "data"), va="center", fontsize=7.5)
+    ax.set_yticks(range(len(runs)), runs, fontsize=8)
+    ax.set_ylim(len(runs) - 0.5, -0.5)
+    ax.set_xlim(0, 1)
+    ax.set(
+        xlabel=f"attention mass on {xlabel} tokens (per test sample)",
+        ylabel=key,
+        title=f"Mass on {xlabel} tokens: samples (violin), seed means (dots), mean and 95 % interval (bar)",
+    )
+    ax.title.set_fontsize(9)
+    fig.tight_layout()
+    return fig
 
 
 def dtap_grid(
