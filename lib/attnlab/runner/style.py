@@ -1,12 +1,18 @@
 """The figure style every notebook uses: one colour per concept across every figure (``PALETTE``, ``color``),
-sequential colormaps for shares (``SHARE_CMAP``), and ``save_figure`` (PNG for reading, PDF for print)."""
+sequential colormaps for shares (``SHARE_CMAP``), one interval for every error bar and band (``interval95``:
+the 95 % Student-t interval of the mean that the verdicts use, never a standard deviation), and
+``save_figure`` (PNG for reading, PDF for print)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import seaborn as sns
+
+from attnlab.runner.stats import mean_interval
 
 #: One colour per concept, the same in every figure of every notebook (colour-blind-safe hues first):
 #: attention kinds by their ``ATTENTION_KINDS`` name; the faster-query-key parameterisation; the
@@ -46,6 +52,18 @@ def color(concept: str) -> str:
         return PALETTE[concept]
     except KeyError:
         raise KeyError(f"no colour for {concept!r}; the palette names {sorted(PALETTE)}") from None
+
+
+def interval95(values: Iterable[float]) -> tuple[float, float]:
+    """The error bar of every figure: the 95 % Student-t interval of the mean of ``values`` (one per seed,
+    window or item: ``attnlab.runner.stats.mean_interval``, the interval the claims tables judge), as a
+    seaborn ``errorbar`` callable. Non-finite values are left out; with fewer than two values there is no
+    interval and the bar collapses onto the mean."""
+    xs = [float(v) for v in values if math.isfinite(float(v))]
+    if not xs:
+        return (math.nan, math.nan)
+    est = mean_interval(xs)
+    return (est.mean, est.mean) if est.n < 2 else (est.low, est.high)
 
 
 def apply_style() -> None:

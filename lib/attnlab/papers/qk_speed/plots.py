@@ -196,10 +196,10 @@ def growth_laws(sims: dict, fits: pd.DataFrame) -> plt.Figure:
 
 
 def ratio_sweep(ratio: pd.DataFrame, still: float | None = None) -> plt.Figure:
-    """Final attention mass on distinct tokens and accuracy vs eta_QK / eta_OV (FAFO), mean ± std over
-    seeds, one line per QK initialisation (``init``). With ``still`` (``claims.QK_STILL``) and a ``moved``
-    column, a ratio at which the QK circuit did not leave its init in some seed is circled in black: its
-    attention is the init's, and the claims do not judge it."""
+    """Final attention mass on distinct tokens and accuracy vs eta_QK / eta_OV (FAFO), mean over seeds with
+    its 95 % interval, one line per QK initialisation (``init``). With ``still`` (``claims.QK_STILL``) and a
+    ``moved`` column, a ratio at which the QK circuit did not leave its init in some seed is circled in black:
+    its attention is the init's, and the claims do not judge it."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.6))
     panels = ((left, "mass", "attention mass on distinct tokens"), (right, "accuracy", "accuracy"))
     flagged = None
@@ -207,7 +207,9 @@ def ratio_sweep(ratio: pd.DataFrame, still: float | None = None) -> plt.Figure:
         by = ratio.groupby(["init", "ratio"], sort=False)
         flagged = by[["mass", "accuracy"]].mean()[by["moved"].min() <= still].reset_index()
     for ax, y, label in panels:
-        sns.lineplot(data=ratio, x="ratio", y=y, hue="init", style="init", marker="o", errorbar="sd", ax=ax)
+        sns.lineplot(
+            data=ratio, x="ratio", y=y, hue="init", style="init", marker="o", errorbar=style.interval95, ax=ax
+        )
         if flagged is not None and len(flagged):
             ax.scatter(flagged["ratio"], flagged[y], s=90, facecolors="none", edgecolors="black",
                        label="QK did not leave its init")  # fmt: skip
@@ -240,8 +242,8 @@ def variant_bars(
     frame: pd.DataFrame, metrics: dict[str, str], ac: pd.DataFrame | None = None, title: str = ""
 ) -> plt.Figure:
     """Baseline vs faster QK: one panel per metric (``metrics``: column -> axis label), bars = mean over seeds
-    of the per-seed means, error bars = std over seeds, dots = seeds (no random jitter: the same figure on
-    every run); an AC panel (%) from ``ac`` if given. A metric that is zero for every run gets no panel (an
+    of the per-seed means, error bars = their 95 % interval, dots = seeds (no random jitter: the same figure
+    on every run); an AC panel (%) from ``ac`` if given. A metric that is zero for every run gets no panel (an
     empty panel says nothing); the figure's ``title`` names it."""
     per_seed = frame.groupby(["variant", "seed"], sort=False)[list(metrics)].mean().reset_index()
     panels = [(col, label) for col, label in metrics.items() if per_seed[col].ne(0).any()]
@@ -257,7 +259,7 @@ def variant_bars(
             y=col,
             hue="variant",
             palette=variant_colors(dict.fromkeys(per_seed["variant"])),
-            errorbar="sd",
+            errorbar=style.interval95,
             ax=ax,
             legend=False,
         )

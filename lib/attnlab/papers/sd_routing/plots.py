@@ -15,7 +15,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from attnlab.papers.sd_routing.presets import LABELS, MIN_RANK, REALLOC_CONTROLS, SD_VARIANTS, VARIANTS
 from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS
-from attnlab.runner.style import color
+from attnlab.runner.style import color, interval95
 
 SIZE_STYLES = ("-", "--", ":", "-.")
 
@@ -64,9 +64,9 @@ def _matrix_name(variant: str) -> str:
 
 def cascade(frame: pd.DataFrame, baseline: pd.DataFrame) -> plt.Figure:
     """The spectral cascade: each layer's routing matrix, head mean, against relative depth (0 = first layer,
-    1 = last), one row per rank measure, one column per variant, one line style per size (seeds: mean and
-    spread). Dashed grey: the random baseline of the same shapes; dotted: the head-dim bound (ranks: d for S,
-    2d for R; top-plane share: 2/d, an even spread) and the minimum rank (2.5, or a share of 2/2.5)."""
+    1 = last), one row per rank measure, one column per variant, one line style per size (seeds: mean and 95 %
+    interval). Dashed grey: the random baseline of the same shapes; dotted: the head-dim bound (ranks: d for
+    S, 2d for R; top-plane share: 2/d, an even spread) and the minimum rank (2.5, or a share of 2/2.5)."""
     variants = [v for v in VARIANTS if v in set(frame["variant"])]
     sizes = list(dict.fromkeys(frame["size"]))
     measures = list(MEASURE_COLUMNS.items())
@@ -79,11 +79,13 @@ def cascade(frame: pd.DataFrame, baseline: pd.DataFrame) -> plt.Figure:
             sub = frame[frame["variant"] == variant]
             for size, style in zip(sizes, SIZE_STYLES, strict=False):
                 per_layer = sub[sub["size"] == size].groupby("depth")[column]
-                mean, spread = per_layer.mean(), per_layer.std().fillna(0.0)
+                mean = per_layer.mean()
+                band = per_layer.agg(interval95)  # the 95 % interval over seeds, as every figure's
                 ax.plot(mean.index, mean, style, marker="o", ms=3, color=_kind_color(variant), label=size)
                 ax.fill_between(
-                    mean.index, mean - spread, mean + spread, color=_kind_color(variant), alpha=0.15
-                )
+                    mean.index, [lo for lo, _ in band], [hi for _, hi in band], color=_kind_color(variant),
+                    alpha=0.15,
+                )  # fmt: skip
                 base = baseline[(baseline["variant"] == variant) & (baseline["size"] == size)]
                 if not base.empty:
                     ax.axhline(base[column].iloc[0], color=color("random init"), ls="--", lw=1.2)

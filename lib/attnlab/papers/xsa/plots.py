@@ -11,7 +11,7 @@ import pandas as pd
 import seaborn as sns
 
 from attnlab.runner.stats import mean_interval
-from attnlab.runner.style import color
+from attnlab.runner.style import color, interval95
 
 KIND_LABELS = {"sa": "SA", "xsa": "XSA", "xsa-random": "XSA control: random direction",
                "xsa-prev": "XSA control: previous value"}  # fmt: skip
@@ -22,7 +22,7 @@ def loss_curves(curves: pd.DataFrame) -> plt.Figure:
     """Fig. 3: loss vs step, one panel per model size; colour = attention kind, line style = split.
 
     ``curves`` has columns size, kind, seed, step, split, loss; the line is the mean over seeds and the band
-    one standard deviation.
+    its 95 % interval (``style.interval95``).
     """
     data = curves.assign(kind=curves["kind"].map(KIND_LABELS))
     sizes = list(dict.fromkeys(data["size"]))
@@ -30,7 +30,7 @@ def loss_curves(curves: pd.DataFrame) -> plt.Figure:
     for ax, size in zip(axes[0], sizes, strict=True):
         sub = data[data["size"] == size]
         sns.lineplot(
-            data=sub, x="step", y="loss", hue="kind", style="split", errorbar="sd",
+            data=sub, x="step", y="loss", hue="kind", style="split", errorbar=interval95,
             palette=KIND_COLORS, ax=ax, style_order=["validation", "train"],
             hue_order=[k for k in KIND_LABELS.values() if k in set(sub["kind"])],
         )  # fmt: skip
@@ -52,13 +52,18 @@ DIAGNOSTICS = {
 
 
 def layer_diagnostics(diag: pd.DataFrame) -> plt.Figure:
-    """Fig. 1: per-layer similarity-bias diagnostics; mean and one standard deviation over the rows
-    (sequences, heads, seeds) of each layer; the dashed grey line in the a_ii panel is uniform attention."""
+    """Fig. 1: per-layer similarity-bias diagnostics; each seed's mean over its rows (sequences, heads) of a
+    layer, then the mean over seeds with its 95 % interval (``style.interval95``: seeds are the independent
+    units); the dashed grey line in the a_ii panel is uniform attention."""
     data = diag.assign(kind=diag["kind"].map(KIND_LABELS), layer=diag["layer"] + 1)
+    if "seed" in data:  # one row per (kind, layer, seed): the band is over seeds, not over pooled rows
+        columns = [*DIAGNOSTICS, "a_ii_uniform"]
+        keys = [c for c in ("size", "kind", "layer", "seed") if c in data]
+        data = data.groupby(keys, as_index=False)[columns].mean()
     fig, axes = plt.subplots(1, len(DIAGNOSTICS), figsize=(4.0 * len(DIAGNOSTICS), 3.5))
     for ax, (metric, label) in zip(axes, DIAGNOSTICS.items(), strict=True):
         sns.lineplot(
-            data=data, x="layer", y=metric, hue="kind", errorbar="sd", marker="o",
+            data=data, x="layer", y=metric, hue="kind", errorbar=interval95, marker="o",
             palette=KIND_COLORS, ax=ax,
         )  # fmt: skip
         if metric == "a_ii":
@@ -105,8 +110,8 @@ def block_costs(costs: pd.DataFrame, device: str) -> plt.Figure:
 
 def sweep(frame: pd.DataFrame, axis: str, xlabel: str, log_x: bool = False, title: str = "") -> plt.Figure:
     """Figs. 4-6: final train (dashed) and validation (solid) loss of SA and XSA against one swept setting,
-    mean over seeds with one standard deviation; the right panel is the validation gap XSA - SA (mean over
-    seeds, band: one standard deviation)."""
+    mean over seeds with its 95 % interval; the right panel is the validation gap XSA - SA (mean over seeds
+    of the paired gaps, band: their 95 % interval, the one the claims judge)."""
     tidy = frame.melt(id_vars=["kind", "seed", axis], value_vars=["train", "validation"], var_name="split")
     tidy = tidy.assign(kind=tidy["kind"].map(KIND_LABELS))
     wide = frame.pivot_table(index=[axis, "seed"], columns="kind", values="validation")
@@ -116,11 +121,11 @@ def sweep(frame: pd.DataFrame, axis: str, xlabel: str, log_x: bool = False, titl
         fig.suptitle(title)
     sns.lineplot(
         data=tidy, x=axis, y="value", hue="kind", style="split", style_order=["validation", "train"],
-        marker="o", errorbar="sd", palette=KIND_COLORS, ax=left,
+        marker="o", errorbar=interval95, palette=KIND_COLORS, ax=left,
     )  # fmt: skip
     left.set(xlabel=xlabel, ylabel="final loss (nats / byte)")
     left.legend(fontsize=8)
-    sns.lineplot(data=gaps, x=axis, y="gap", marker="o", errorbar="sd", color="black", ax=right)
+    sns.lineplot(data=gaps, x=axis, y="gap", marker="o", errorbar=interval95, color="black", ax=right)
     right.axhline(0.0, color="grey", ls=":", lw=1)
     right.set(xlabel=xlabel, ylabel="validation loss XSA - SA (nats / byte)")
     for ax in (left, right):
