@@ -104,3 +104,38 @@ def test_save_run_table_writes_runs_csv_into_the_figures_folder(folders, monkeyp
     assert list(back.columns) == list(xsa_experiment.RUN_COLUMNS) and len(back) == len(table)
     assert back["validation"].tolist() == table["validation"].tolist()  # full precision, not rounded
     assert not any(math.isnan(x) for x in back["threads"])
+
+
+def test_prefetch_trains_the_missing_runs_in_workers_exactly_as_this_process_would(folders, monkeypatch):
+    """Runs trained by ``prefetch`` in two worker processes of one thread each are loaded from the cache and
+    equal, weights and histories bit for bit, the same runs trained one by one here on one thread."""
+    monkeypatch.setattr(xsa_experiment, "available_cores", lambda: 2)
+    exp = xsa.configure(scale="smoke", device="cpu", sizes=["2L-32d"], steps=6, workers=2)
+    assert exp.workers == 2
+    runs = [(exp.spec("2L-32d", kind, 0), f"{kind} s0") for kind in ("sa", "xsa")]
+    exp.prefetch(runs)
+    parallel = [exp._train(*run) for run in runs]
+    assert all(r.cached for r in parallel)  # trained by the workers, loaded here
+    assert [exp.training_threads(spec) for spec, _ in runs] == [1, 1]
+
+    monkeypatch.setenv("ATTNLAB_BUILD", str(folders / "serial"))
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        serial = [exp._train(*run) for run in runs]
+    finally:
+        torch.set_num_threads(before)
+    assert not any(r.cached for r in serial)
+    for a, b in zip(parallel, serial, strict=True):
+        assert a.history == b.history
+        for (name, x), (_, y) in zip(a.model.state_dict().items(), b.model.state_dict().items(), strict=True):
+            assert torch.equal(x, y), name
+
+
+def test_workers_default_to_the_cores_on_a_cpu_and_refuse_nonsense(monkeypatch):
+    monkeypatch.setattr(xsa_experiment, "available_cores", lambda: 4)
+    assert xsa.configure(scale="smoke", device="cpu").workers == 4
+    assert xsa.configure(scale="smoke", device="cpu", workers=1).workers == 1
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(xsa_experiment.ParameterError, match="workers"):
+            xsa.configure(scale="smoke", device="cpu", workers=bad)

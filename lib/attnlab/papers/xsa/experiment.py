@@ -8,20 +8,24 @@ The notebook ``notebooks/xsa.ipynb`` calls ``configure`` with its parameters, th
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
+from tqdm import tqdm
 
 from attnlab import paths
 from attnlab.data import shards
 from attnlab.data.tasks import TASKS, MultipleChoice, choice_logprobs, load_task
 from attnlab.data.tokenizer import Tokenizer
-from attnlab.errors import ParameterError
+from attnlab.errors import ParameterError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment, with_steps
 from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
@@ -55,9 +59,10 @@ from attnlab.training.cache import (
     corpus_tokenizer,
     corpus_tokens,
     resolve_corpus,
+    run_folder,
 )
 from attnlab.training.launch import launch, nproc_default
-from attnlab.training.trainer import TrainResult, validation_windows
+from attnlab.training.trainer import TrainResult, resolve_device, validation_windows
 
 # claims are judged after the computation: imported where used, outside the results' code keys
 if TYPE_CHECKING:
@@ -75,6 +80,40 @@ Runs = dict[tuple, TrainResult]
 THREADS_KIND = "xsa_run_threads"
 # The columns of the table of every run (runs.csv): what identifies a run, its final losses, its threads.
 RUN_COLUMNS = ("size", "kind", "seed", "lr", "seq_len", "n_sink", "steps", "train", "validation", "threads")
+
+
+def _threads_file(spec: RunSpec, device: torch.device) -> Path:
+    return paths.build_dir() / "results" / THREADS_KIND / f"{spec.key(device)}.json"
+
+
+def _record_threads(spec: RunSpec, device: torch.device) -> None:
+    """Keep the torch thread count the run ``spec`` was just trained with (None when torchrun trained it in
+    several processes, whose threads this process does not see)."""
+    processes = nproc_default()
+    record = {"threads": torch.get_num_threads() if processes == 1 else None, "processes": processes}
+    path = _threads_file(spec, device)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
+def _train_in_worker(job: tuple[RunSpec, str, str, int | None, int]) -> None:
+    """One worker of :meth:`XSAExperiment.prefetch`: train a run into the results cache with ``threads``
+    torch threads. A run that diverges is left to the notebook's own call, which raises where it is read."""
+    spec, device, label, micro_tokens, threads = job
+    torch.set_num_threads(threads)
+    try:
+        run = launch(spec, device=device, label=label, micro_tokens=micro_tokens, progress=False)
+    except TrainingDiverged:
+        return
+    if not run.cached:
+        _record_threads(spec, resolve_device(device))
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity set where the platform has one), at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _final_losses(run: TrainResult) -> dict[str, float]:
@@ -133,29 +172,42 @@ class XSAExperiment(PaperExperiment):
     seeds: tuple[int, ...]
     sizes: tuple[str, ...]
     device: str
+    workers: int = 1  # processes that train independent runs at once (``prefetch``)
 
     def _train(self, spec: RunSpec, label: str) -> TrainResult:
         run = launch(spec, device=self.device, label=label, micro_tokens=self.preset.micro_tokens)
         if not run.cached:
-            self._record_threads(spec)
+            _record_threads(spec, self.torch_device)
         return run
 
-    def _threads_file(self, spec: RunSpec) -> Path:
-        return paths.build_dir() / "results" / THREADS_KIND / f"{spec.key(self.torch_device)}.json"
-
-    def _record_threads(self, spec: RunSpec) -> None:
-        """Keep the torch thread count the run ``spec`` was just trained with (None when torchrun trained it
-        in several processes, whose threads this process does not see)."""
-        processes = nproc_default()
-        record = {"threads": torch.get_num_threads() if processes == 1 else None, "processes": processes}
-        path = self._threads_file(spec)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record))
+    def prefetch(self, specs: Iterable[tuple[RunSpec, str]]) -> None:
+        """Train the runs of ``specs`` (spec, label) that the results cache lacks in ``workers`` processes at
+        once, each with an equal share of the CPU threads, so that the calls that follow load them: the runs
+        of one figure are independent, and on a CPU several small single-threaded runs use the cores better
+        than one run on all of them. With one worker (a GPU, torchrun, or ``workers=1``) or one missing run,
+        nothing happens here and the runs train one by one where they are read."""
+        missing = {
+            spec.key(self.torch_device): (spec, label)
+            for spec, label in specs
+            if not (run_folder(spec, self.torch_device) / "result.pt").exists()
+        }
+        workers = min(self.workers, len(missing))
+        if workers < 2:
+            return
+        threads = max(1, available_cores() // workers)
+        jobs = [(spec, str(self.torch_device), label, self.preset.micro_tokens, threads)
+                for spec, label in missing.values()]  # fmt: skip
+        context = multiprocessing.get_context("spawn")  # no fork of a process that holds OpenMP threads
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            done = pool.map(_train_in_worker, jobs)
+            desc = f"{len(jobs)} runs, {workers} processes x {threads} thread(s)"
+            for _ in tqdm(done, total=len(jobs), desc=desc, unit="run"):
+                pass
 
     def training_threads(self, spec: RunSpec) -> int | None:
         """The torch thread count the run ``spec`` was trained with; None where it is not known (a run trained
         before the count was recorded, or by several processes)."""
-        path = self._threads_file(spec)
+        path = _threads_file(spec, self.torch_device)
         if not path.is_file():
             return None
         threads = json.loads(path.read_text()).get("threads")
@@ -247,13 +299,13 @@ class XSAExperiment(PaperExperiment):
                         s.train.lr, (), False)  # fmt: skip
         lrs = list(s.lrs)
         added: list[float] = []
-        seeds = self.seeds[: s.grid_seeds]
         while True:
+            runs = self._grid_runs(size, lrs)
+            self.prefetch(runs.values())
             rows = [
-                {"kind": kind, "seed": seed, "lr": lr,
-                 **self._final(self.spec(size, kind, seed, lr), f"{size} lr={lr:g} {kind.upper()} s{seed}")}
-                for lr in lrs for seed in seeds for kind in KINDS
-            ]  # fmt: skip
+                {"kind": kind, "seed": seed, "lr": lr, **self._final(*runs[lr, seed, kind])}
+                for lr, seed, kind in runs
+            ]
             frame = pd.DataFrame(rows)
             best = best_lr(frame)
             step = next_lr(lrs, best)
@@ -261,10 +313,25 @@ class XSAExperiment(PaperExperiment):
                 return Grid(size, frame, best, tuple(added), step is not None)
             lrs, added = sorted([*lrs, step]), [*added, step]
 
+    def _grid_runs(
+        self, size: str, lrs: Sequence[float]
+    ) -> dict[tuple[float, int, str], tuple[RunSpec, str]]:
+        """The grid's runs of ``size`` at ``lrs``: (lr, seed, kind) -> (spec, progress label)."""
+        seeds = self.seeds[: self.preset.sizes[size].grid_seeds]
+        return {
+            (lr, seed, kind): (self.spec(size, kind, seed, lr), f"{size} lr={lr:g} {kind.upper()} s{seed}")
+            for lr in lrs for seed in seeds for kind in KINDS
+        }  # fmt: skip
+
     def tune(self) -> dict[str, Grid]:
-        """Every trained size's learning-rate search (:meth:`lr_grid`)."""
+        """Every trained size's learning-rate search (:meth:`lr_grid`); the preset's grids of all sizes train
+        together first (:meth:`prefetch`), then each search extends its own."""
         self.check_data()
-        return {size: self.lr_grid(size) for size in self._tuned_sizes()}
+        sizes = self._tuned_sizes()
+        self.prefetch(
+            run for size in sizes for run in self._grid_runs(size, self.preset.sizes[size].lrs).values()
+        )
+        return {size: self.lr_grid(size) for size in sizes}
 
     @staticmethod
     def grid_table(grids: dict[str, Grid]) -> pd.DataFrame:
@@ -284,14 +351,17 @@ class XSAExperiment(PaperExperiment):
         (without ``grids``: the preset's rate): SA and XSA, and XSA's controls at the control sizes
         (Fig. 3)."""
         self.check_data()
-        return {
-            (size, kind, seed): self._train(
-                self.spec(size, kind, seed, self._best(grids, size)), f"{size} {kind.upper()} seed {seed}"
+        runs = {
+            (size, kind, seed): (
+                self.spec(size, kind, seed, self._best(grids, size)),
+                f"{size} {kind.upper()} seed {seed}",
             )
             for size in self.sizes
             for seed in self.seeds
             for kind in self.kinds(size)
         }
+        self.prefetch(runs.values())
+        return {name: self._train(*run) for name, run in runs.items()}
 
     @staticmethod
     def loss_curves(runs: Runs) -> pd.DataFrame:
@@ -384,10 +454,18 @@ class XSAExperiment(PaperExperiment):
         }  # fmt: skip
 
     def _sweep(self, grids: dict[str, Grid], axis: str) -> pd.DataFrame:
-        rows = []
-        for (kind, seed, value), spec in self._sweep_specs(grids, axis).items():
-            label = f"{self.preset.sweep.size} {axis}={value:g} {kind.upper()} seed {seed}"
-            rows.append({"kind": kind, "seed": seed, axis: value, **self._final(spec, label)})
+        runs = {
+            (kind, seed, value): (
+                spec,
+                f"{self.preset.sweep.size} {axis}={value:g} {kind.upper()} seed {seed}",
+            )
+            for (kind, seed, value), spec in self._sweep_specs(grids, axis).items()
+        }
+        self.prefetch(runs.values())
+        rows = [
+            {"kind": kind, "seed": seed, axis: value, **self._final(*run)}
+            for (kind, seed, value), run in runs.items()
+        ]
         return pd.DataFrame(rows)
 
     def seq_len_sweep(self, grids: dict[str, Grid]) -> pd.DataFrame:
@@ -572,13 +650,16 @@ def configure(
     corpus: str = "",
     lr_grid: dict[str, list[float]] | None = None,
     steps: int = 0,
+    workers: int = 0,
 ) -> XSAExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``corpus``: a corpus
     name or a folder of token shards (``python -m attnlab.data.shards``; a relative folder is looked up in the
     data folder too); empty: the preset's, FineWeb in GPT-2 tokens at paper scale. ``lr_grid``: size name ->
     its learning-rate grid (Fig. 4), replacing the preset's grid of each size named (an empty list: the
     preset's); the search still extends a winning edge ``lr_extensions`` times. ``steps``: training steps of
-    every size, warmup and evaluations scaled in proportion; 0: the preset's."""
+    every size, warmup and evaluations scaled in proportion; 0: the preset's. ``workers``: processes that
+    train a figure's independent runs at once on a CPU (each with an equal share of the threads); 0: one
+    per available core on a CPU, one on a GPU or under torchrun."""
     scale = check_scale(scale)
     preset = PRESETS[scale]
     lr_grid = {} if lr_grid is None else lr_grid
@@ -588,6 +669,12 @@ def configure(
             f"got {lr_grid!r}"
         )
     steps = check_count("steps", steps)
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
+        raise ParameterError(f"workers must be a non-negative integer; got {workers!r}")
+    device = check_device(device)
+    if workers == 0:
+        on_cpu = resolve_device(device).type == "cpu" and nproc_default() == 1
+        workers = available_cores() if on_cpu else 1
     tuned = {
         name: replace(
             size,
@@ -602,5 +689,6 @@ def configure(
         preset=preset,
         seeds=check_seeds(seeds, preset.seeds),
         sizes=check_subset("sizes", sizes, preset.sizes),
-        device=check_device(device),
+        device=device,
+        workers=workers,
     )
