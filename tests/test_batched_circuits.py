@@ -11,6 +11,7 @@ import torch
 from attnlab.errors import TrainingDiverged
 from attnlab.papers import qk_speed
 from attnlab.papers.qk_speed.batched import CircuitSpec, CircuitStack, train_circuits
+from attnlab.papers.qk_speed.circuit_configs import CircuitJobs
 from attnlab.papers.qk_speed.circuits import (
     CIRCUITS,
     attention_shift,
@@ -18,6 +19,7 @@ from attnlab.papers.qk_speed.circuits import (
     make_circuit,
     train_circuit,
 )
+from attnlab.papers.qk_speed.counted_cache import CountedCache
 from attnlab.papers.qk_speed.synthetic import sample_batch, seeded_generator
 
 RTOL = 1e-5
@@ -181,6 +183,12 @@ def test_on_the_gpu_the_runs_match_the_cpu_ones():
         assert_same_run(a, b, rtol=1e-4)
 
 
+def test_the_benchmark_times_the_runs_of_the_default_experiment():
+    for scale in qk_speed.PRESETS:
+        jobs = CircuitJobs.at_scale(scale)  # batched.benchmark's runs
+        assert jobs.configs() == qk_speed.configure(scale=scale, device="cpu").circuit_configs()
+
+
 @pytest.fixture
 def build(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path))
@@ -196,11 +204,12 @@ def test_the_experiment_trains_fig2_and_the_ratio_sweep_at_once_as_one_by_one(bu
     assert len(configs) == len(qk_speed.fig2_runs(tiny)) * 2 + len(tiny.ratio_inits) * 2 * 2 - 2 * 2
     assert {(cfg["max_epochs"], cfg["loss_stop"]) for cfg in configs} == {(2, 1e-3), (2, 1e-3), (3, None)}
     fig2 = exp.fig2()
-    assert exp.cached == {"loaded": 0, "computed": len(exp._fig2_jobs())}
+    jobs = exp.circuit_runs.jobs
+    assert (exp.cache.loaded, exp.cache.computed) == (0, len(jobs.fig2()))
     ratio = exp.ratio_sweep()  # trained with Fig. 2's runs
-    assert exp.cached["computed"] == len(exp._fig2_jobs()) + len(exp._ratio_jobs())
+    assert exp.cache.computed == len(jobs.fig2()) + len(jobs.ratio())
     c = exp.preset.circuits
-    for r, (init, ratio_value, seed, _) in zip(ratio.itertuples(), exp._ratio_jobs(), strict=True):
+    for r, (init, ratio_value, seed, _) in zip(ratio.itertuples(), jobs.ratio(), strict=True):
         single = train_circuit(
             make_circuit("fafo", seed=seed, qk_init=init), lr_qk=c.lr * ratio_value, lr_ov=c.lr,
             seq_len=c.seq_len, seed=seed, batch_size=32,
@@ -218,6 +227,6 @@ def test_the_experiment_trains_fig2_and_the_ratio_sweep_at_once_as_one_by_one(bu
             attention_shift(single.model, start, held_out).mean(), rel=1e-4, abs=1e-9
         )
         assert r.true_prob == pytest.approx(stats["true_prob"].mean(), rel=1e-5)
-    again = replace(exp, cached={"loaded": 0, "computed": 0}, prefetched=set())
+    again = replace(exp, cache=CountedCache())
     pd.testing.assert_frame_equal(again.fig2(), fig2)
-    assert again.cached == {"loaded": len(exp._fig2_jobs()), "computed": 0}
+    assert (again.cache.loaded, again.cache.computed) == (len(jobs.fig2()), 0)

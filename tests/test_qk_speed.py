@@ -273,10 +273,10 @@ def test_research_parameters_reach_the_circuit_runs():
     c = exp.preset.circuits
     assert (c.ratios, c.fast_fafo, c.max_epochs) == ((1.0, 40.0), 40.0, 5)
     assert exp.preset.sva == replace(qk_speed.PRESETS["cpu"].sva, epochs=600)
-    jobs = exp._ratio_jobs()
+    jobs = exp.circuit_runs.jobs.ratio()
     assert {ratio for _, ratio, _, _ in jobs} == {1.0, 40.0}
     assert {cfg["max_epochs"] for *_, cfg in jobs} == {5}  # the sweep at the row-1 budget
-    fast = [cfg for run, _, cfg in exp._fig2_jobs() if run.label == "FAFO QK x40"]
+    fast = [cfg for run, _, cfg in exp.circuit_runs.jobs.fig2() if run.label == "FAFO QK x40"]
     assert fast and {cfg["lr_qk"] for cfg in fast} == {40 * c.lr}
     bad_values = (
         {"ratios": [0, 1]},
@@ -425,12 +425,12 @@ def test_plots_have_labelled_axes():
 def test_results_computed_by_worker_processes_are_not_reported_as_loaded(build):
     def experiment():
         exp = qk_speed.configure(scale="smoke", device="cpu", workers=2)
-        return replace(exp, preset=replace(exp.preset, parallel=True), cached={"loaded": 0, "computed": 0})
+        return replace(exp, preset=replace(exp.preset, parallel=True))
 
     first = experiment()
     frame = first.fig3()
     runs = 2 * len(first.preset.fixed.alphas) * len(first.preset.fixed.protocols)
-    assert len(first.prefetched) == runs  # trained in two worker processes
+    assert len(first.cache.prefetched) == runs  # trained in two worker processes
     assert first.cache_summary() == f"0 of {runs} results were loaded from the results cache."
     again = experiment()
     pd.testing.assert_frame_equal(again.fig3(), frame)
@@ -478,16 +478,16 @@ def test_the_squad_budget_is_stated_in_epochs_and_tokens():
 
 def test_a_diverged_squad_run_gives_nan_rows_and_the_others_their_scores(build, monkeypatch):
     from attnlab.errors import TrainingDiverged
-    from attnlab.papers.qk_speed import experiment
+    from attnlab.papers.qk_speed import squad_runs
 
-    real = experiment.train_qa
+    real = squad_runs.train_qa
 
     def train_qa(cfg, tcfg, data, **kw):
         if tcfg.lr_scale:  # faster QK
             raise TrainingDiverged("QA: loss nan at step 3")
         return real(cfg, tcfg, data, **kw)
 
-    monkeypatch.setattr(experiment, "train_qa", train_qa)
+    monkeypatch.setattr(squad_runs, "train_qa", train_qa)
     frame = qk_speed.configure(scale="smoke").squad()
     fast = frame[frame["variant"] == "fast QK x20"]
     assert len(fast) and fast[["f1", "em", "true_prob", "mass"]].isna().all().all()

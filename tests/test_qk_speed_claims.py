@@ -213,11 +213,11 @@ def _sweep(init="QK at 1e-6 I", ratios=(1, 5, 20), moved=0.3):
 
 def test_ratio_claim_reads_the_sweep_by_seed():
     rows = _sweep()
-    (claim,) = qk._ratio(_exp(), pd.DataFrame(rows))
+    (claim,) = qk._ratio(_exp().preset.circuits, pd.DataFrame(rows))
     assert claim.verdict.word == "holds" and claim.verdict.n == 2
     assert "2 seeds" in claim.ours
     flat = [dict(r, mass=0.3 + 0.001 * r["seed"]) for r in rows]
-    assert qk._ratio(_exp(), pd.DataFrame(flat))[0].verdict.word != "holds"
+    assert qk._ratio(_exp().preset.circuits, pd.DataFrame(flat))[0].verdict.word != "holds"
 
 
 def test_a_ratio_whose_qk_never_left_its_init_is_flagged_and_not_judged():
@@ -252,7 +252,7 @@ def test_a_ratio_whose_qk_never_left_its_init_is_flagged_and_not_judged():
 def test_the_sweep_from_both_inits_is_judged_together():
     stuck = [dict(r, moved=0.0 if r["ratio"] < 20 else 0.4) for r in _sweep("QK at 1e-6 I")]
     frame = pd.DataFrame(_sweep("QK at nn.Linear default") + stuck)
-    default, identity, both = qk._ratio(_exp(), frame)
+    default, identity, both = qk._ratio(_exp().preset.circuits, frame)
     assert default.verdict.word == "holds"
     assert (
         identity.verdict.word == "not testable here"
@@ -261,7 +261,8 @@ def test_the_sweep_from_both_inits_is_judged_together():
     assert both.verdict.word == "not testable here" and both.verdict.why.startswith("QK at 1e-6 I:")
     assert both.verdict.rule == qk.BOTH_INITS and both.verdict.n == 2
     falling = pd.DataFrame([dict(r, mass=1 - r["mass"]) for r in _sweep("QK at nn.Linear default")] + stuck)
-    assert qk._ratio(_exp(), falling)[2].verdict.word == "does not hold"  # one init refutes "every init"
+    # one init refutes "every init"
+    assert qk._ratio(_exp().preset.circuits, falling)[2].verdict.word == "does not hold"
 
 
 def test_loss_falls():
@@ -385,14 +386,14 @@ def _real_rows(masses=(("baseline", 0.2), (FAST, 0.5)), seeds=(0, 1, 2)):
 
 
 def test_real_data_claims_from_hand_made_runs():
-    sharp, same = qk._real_data(_exp(), _real_rows(), "SVA", FAST, "", "", "f1", "F1")
+    sharp, same = qk._real_data(_real_rows(), "SVA", FAST, "", "", "f1", "F1")
     assert sharp.verdict.word == "holds" and same.verdict.word == "holds"
     assert sharp.verdict.n == 3 and sharp.verdict.null == 0.0 and sharp.verdict.rule == PAIRED
     assert "margin +-2)" in same.ours and "paired difference" in same.ours
     assert same.verdict.margin == qk.SIMILAR_POINTS and "(x20)" in same.claim
     frame = _real_rows()
     frame.loc[frame["variant"] == FAST, "f1"] -= 0.2
-    assert qk._real_data(_exp(), frame, "SVA", FAST, "", "", "f1", "F1")[1].verdict.word == "does not hold"
+    assert qk._real_data(frame, "SVA", FAST, "", "", "f1", "F1")[1].verdict.word == "does not hold"
 
 
 def test_real_data_pairs_runs_by_seed_name():
@@ -400,10 +401,10 @@ def test_real_data_pairs_runs_by_seed_name():
     fast = frame["variant"] == FAST
     frame.loc[fast, "seed"] = frame.loc[fast, "seed"].map({0: 0, 1: 1, 2: 3})  # a seed the baseline lacks
     with pytest.raises(ValueError):
-        qk._real_data(_exp(), frame, "SVA", FAST, "", "", "f1", "F1")
+        qk._real_data(frame, "SVA", FAST, "", "", "f1", "F1")
     swapped = _real_rows()
     swapped["variant"] = swapped["variant"].map({"baseline": FAST, FAST: "baseline"})
-    sharp, _ = qk._real_data(_exp(), swapped, "SVA", FAST, "", "", "f1", "F1")
+    sharp, _ = qk._real_data(swapped, "SVA", FAST, "", "", "f1", "F1")
     assert sharp.verdict.word == "does not hold"
 
 
@@ -414,7 +415,7 @@ def test_supported_law_and_fig4_claims_on_real_simulations():
     assert list(law.index) == [0.1, 10.0]
     better = law["r2 exp(mu_QK) ~ log^2 t"] > law["r2 mu_QK ~ log^2 t"]
     assert (law["better"] == np.where(better, "exp(mu_QK) ~ log^2 t", "mu_QK ~ log^2 t")).all()
-    claims = qk._fig4(_exp(), sims, fits)
+    claims = qk._fig4(sims, fits)
     assert claims[0].verdict.word == "holds" and claims[0].verdict.n == 2  # alpha rises with r
     per_r = [c.verdict for c in claims if "per regime" in c.claim]
     assert repr(claims[2].verdict) == repr(
@@ -483,7 +484,7 @@ def _evidence(exp, **changes):
 def test_claims_table_from_hand_made_results():
     exp = _exp()
     evidence = _evidence(exp)
-    rows = qk.claims(exp, evidence)
+    rows = qk.claims(exp.preset.circuits, evidence)
     assert repr(rows) == repr(exp.claims(evidence))  # repr: NaN evidence compares unequal
     assert all(isinstance(c, Claim) for c in rows)
     words = [(c.figure, c.verdict.word) for c in rows]
@@ -517,7 +518,7 @@ def test_claims_table_from_hand_made_results():
     # the authors' rate pairing adds its own two rows, judged on its own runs
     lower = evidence.squad_shared.copy()
     lower.loc[lower["variant"] == FAST, "f1"] = 0.1 + 0.01 * lower["seed"]
-    more = qk.claims(exp, _evidence(exp, squad_authors=lower))
+    more = qk.claims(exp.preset.circuits, _evidence(exp, squad_authors=lower))
     assert [(c.figure, c.verdict.word) for c in more[27:29]] == [
         ("SQuAD, authors' rates", "inconclusive"),
         ("SQuAD, authors' rates", "does not hold"),
@@ -527,7 +528,7 @@ def test_claims_table_from_hand_made_results():
 
 def test_fig2_rows_state_the_rescaled_learning_rate():
     exp = _exp()  # smoke: LR 1.0, the authors' 0.01
-    rows = qk._fig2(exp, _evidence(exp).fig2_runs)
+    rows = qk._fig2(exp.preset.circuits, _evidence(exp).fig2_runs)
     note = "LR 1 = x100 the authors' 0.01 for 1/100 of their steps (the same LR x steps)"
     assert all(note in r.ours for r in rows if "query token" not in r.claim)
     at_theirs = replace(exp.preset.circuits, lr=0.01)
@@ -540,13 +541,13 @@ def test_swapped_fig2_runs_change_the_verdict():
     pair = qk.fig2_pairs(exp.preset.circuits)[0]
     frame = evidence.fig2_runs.copy()
     frame["run"] = frame["run"].replace({pair.fast: pair.base, pair.base: pair.fast})
-    swapped = qk._fig2(exp, frame)
-    assert qk._fig2(exp, evidence.fig2_runs)[2].verdict.word == "holds"
+    swapped = qk._fig2(exp.preset.circuits, frame)
+    assert qk._fig2(exp.preset.circuits, evidence.fig2_runs)[2].verdict.word == "holds"
     assert swapped[2].verdict.word == "does not hold"
     misaligned = evidence.fig2_runs.copy()
     misaligned.loc[misaligned["run"] == pair.fast, "seed"] += 100  # seeds the baseline does not have
     with pytest.raises(ValueError):
-        qk._fig2(exp, misaligned)
+        qk._fig2(exp.preset.circuits, misaligned)
 
 
 def test_every_faster_qk_run_is_paired_with_a_baseline_from_its_own_init():
@@ -571,15 +572,16 @@ def test_a_qk_circuit_that_never_left_its_init_makes_its_rows_not_testable():
     labels = [r.label for r in qk_speed.fig2_runs(exp.preset.circuits)]
     mass = dict(zip(labels, FIG2_MASS, strict=True))
     stuck = _fig2_frame(exp, mass, moved={"FAFO (QK 1e-6 I)": qk.QK_STILL})  # at the threshold: still
-    rows = qk._fig2(exp, stuck)
+    rows = qk._fig2(exp.preset.circuits, stuck)
     for i in (2, 3, 6, 7):  # the four rows against FAFO from 1e-6 I
         v = rows[i].verdict
         assert v.word == "not testable here" and "FAFO (QK 1e-6 I)" in v.why and "did not leave" in v.why
     assert [rows[i].verdict.word for i in (4, 8, 10)] == ["holds"] * 3  # the other pairs are judged
     moved = _fig2_frame(exp, mass, moved={"FAFO (QK 1e-6 I)": 2 * qk.QK_STILL})
-    assert qk._fig2(exp, moved)[2].verdict.word == "holds"
+    assert qk._fig2(exp.preset.circuits, moved)[2].verdict.word == "holds"
     still_fafo = _fig2_frame(exp, mass, moved={"FAFO": 0.0})
-    assert [r.verdict.word for r in qk._fig2(exp, still_fafo)[:2]] == ["not testable here"] * 2
+    rows = qk._fig2(exp.preset.circuits, still_fafo)
+    assert [r.verdict.word for r in rows[:2]] == ["not testable here"] * 2
     gate = qk.qk_gate({"A": {0: 0.3, 1: 0.004}, "B": {0: 0.2, 1: 0.2}})
     assert gate.word == "not testable here" and "A (seed 1)" in gate.why and "B" not in gate.why
     assert qk.qk_gate({"A": {0: 0.3, 1: 0.2}}) is None
@@ -591,7 +593,7 @@ def test_the_query_token_shortcut_is_its_own_row():
     assert v.word == "holds" and v.rule == PAIRED and v.null == 0.0
     assert qk.verdict_shortcut(base, fast).word == "does not hold"
     exp = _exp()
-    rows = qk._fig2(exp, _evidence(exp).fig2_runs)
+    rows = qk._fig2(exp.preset.circuits, _evidence(exp).fig2_runs)
     shortcut = [r for r in rows if "query token" in r.claim]
     assert len(shortcut) == len(qk.fig2_pairs(exp.preset.circuits))
     assert "mass on the query token 0.083" in shortcut[1].ours and "-> 0.611" in shortcut[1].ours
@@ -629,10 +631,10 @@ def test_squad_rows_need_both_models_to_have_learned():
     fast = squad["variant"] == FAST
     squad.loc[fast, "em"] = False  # faster QK learned nothing
     squad.loc[fast, "f1"] = 0.001 * squad["seed"]
-    sharp, same = qk._squad(_exp(), squad)
+    sharp, same = qk._squad(squad)
     why = "not testable here: fast QK x20 has not learned the task: exact match 0.000"
     assert str(sharp.verdict).startswith(why) and str(same.verdict).startswith(why)  # F1 gated like attention
-    assert [r.verdict.word for r in qk._squad(_exp(), _real_rows())] == ["holds", "holds"]  # both learned
+    assert [r.verdict.word for r in qk._squad(_real_rows())] == ["holds", "holds"]  # both learned
 
 
 def test_each_factor_of_the_squad_search_is_judged_on_its_own():
@@ -640,7 +642,7 @@ def test_each_factor_of_the_squad_search_is_judged_on_its_own():
     order = ["baseline", "fast QK x5", FAST]
     squad = squad.sort_values("variant", key=lambda v: v.map(order.index), kind="stable")
     squad.loc[squad["variant"] == FAST, "em"] = False  # x20 learned nothing, x5 did
-    rows = qk._squad(_exp(), squad)
+    rows = qk._squad(squad)
     assert [(r.claim.split(")")[0], r.verdict.word) for r in rows] == [
         ("faster QK (x5", "holds"),
         ("faster QK (x5", "holds"),
@@ -655,7 +657,7 @@ def test_a_diverged_squad_run_is_not_counted_as_a_result():
     squad.loc[diverged, ["mass", "f1", "true_prob"]] = float("nan")
     squad["em"] = squad["em"].astype(float)
     squad.loc[diverged, "em"] = float("nan")
-    sharp, same = qk._squad(_exp(), squad)
+    sharp, same = qk._squad(squad)
     why = "not testable here: training diverged (fast QK x20 seed 1): no scores to compare"
     assert str(sharp.verdict) == why and str(same.verdict) == why
 
@@ -663,8 +665,8 @@ def test_a_diverged_squad_run_is_not_counted_as_a_result():
 def test_the_row_over_every_r_is_the_conjunction_not_one_r2_comparison():
     sims = {r: simulate(r, loss_stop=1e-2, record_every=20) for r in (0.1, 10.0)}
     fits = qk_speed.QKSpeedExperiment.growth_fits(sims)
-    every = qk._fig4(_exp(), sims, fits)[2]
-    per_r = [c for c in qk._fig4(_exp(), sims, fits) if "per regime" in c.claim]
+    every = qk._fig4(sims, fits)[2]
+    per_r = [c for c in qk._fig4(sims, fits) if "per regime" in c.claim]
     assert "fits better" not in every.ours and "of 2 r" not in every.ours  # no whole-late-half count
     for r, row in zip(sorted(sims), per_r, strict=True):
         assert f"{r:g} (" in every.ours and f"): {row.verdict.word}" in every.ours
@@ -682,7 +684,7 @@ def test_growth_regime_claims_follow_the_first_integral():
     assert [regime_fit(s)["regime"] for s in (slow, middle, fast)] == ["n mu_QK", "mixed", "m e^mu_QK"]
     sims = {0.01: slow, 1.0: middle, 100.0: fast}
     fits = qk_speed.QKSpeedExperiment.growth_fits(sims)
-    claims = qk._fig4(_exp(), sims, fits)
+    claims = qk._fig4(sims, fits)
     rows = [c for c in claims if "per regime" in c.claim]
     assert "n mu_QK dominates" in rows[0].verdict.why  # holds, or inconclusive if the fit disagrees
     assert rows[1].verdict.why.startswith("neither term")
@@ -700,7 +702,7 @@ def test_the_above_chance_gate_makes_real_data_claims_not_testable():
     assert gate.word == "not testable here" and gate.null == 0.5
     frame = _real_rows()
     frame.loc[frame["variant"] == FAST, "correct"] = frame["seed"] == 0  # fast QK near chance
-    rows = qk._sva(_exp(), frame)
+    rows = qk._sva(frame)
     assert [c.verdict.word for c in rows[:2]] == ["not testable here"] * 2
     assert rows[2].verdict.word == "does not hold"  # "learns agreement" is judged, not gated
     squad = _real_rows()
@@ -708,7 +710,7 @@ def test_the_above_chance_gate_makes_real_data_claims_not_testable():
     gate = qk.squad_gate(squad)
     assert gate.word == "not testable here" and "has not learned the task" in gate.why
     assert qk.squad_gate(_real_rows()) is None  # exact match 0.8
-    rows = qk._real_data(_exp(), squad, "SQuAD", FAST, "", "", "f1", "F1", gate)
+    rows = qk._real_data(squad, "SQuAD", FAST, "", "", "f1", "F1", gate)
     assert all(c.verdict.word == "not testable here" for c in rows)
 
 

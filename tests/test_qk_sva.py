@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from attnlab.model import GPTConfig
 from attnlab.papers.qk_speed import authors, sva
 from attnlab.papers.qk_speed import claims as qk
-from attnlab.papers.qk_speed.experiment import QKSpeedExperiment
 from attnlab.papers.qk_speed.experiment import configure as qk_speed_configure
+from attnlab.papers.qk_speed.real_data import lr_scale
 from attnlab.papers.qk_speed.text_tasks import ClassificationData, Vocabulary, classifier_outputs
 
 
@@ -181,7 +181,7 @@ def test_faster_qk_under_adam_is_a_sweep_of_small_factors_not_the_sgd_x100():
     assert exp.sva_variants("adam") == [("baseline", None), ("fast QK x2", 2.0), ("fast QK x5", 5.0),
                                         ("fast QK x10", 10.0)]  # fmt: skip
     # each factor scales the authors' groups (embeddings and QK); the baseline none
-    assert exp._lr_scale(5.0) == {"qk": 5.0, "embed": 5.0} and exp._lr_scale(None) == {}
+    assert lr_scale(5.0) == {"qk": 5.0, "embed": 5.0} and lr_scale(None) == {}
     smoke = qk_speed_configure(scale="smoke")
     assert len(smoke.sva_variants("adam")) == 2  # smoke runs one factor: no more runs than before
 
@@ -209,28 +209,26 @@ def test_sva_chance_is_the_majority_share():
 
 
 def test_sva_claims_gate_on_the_majority_class_and_state_the_data():
-    learned = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.95, "fast QK x100": 0.95}))
+    learned = qk._sva(_frame({"baseline": 0.95, "fast QK x100": 0.95}))
     assert [c.verdict.word for c in learned] == ["holds", "holds", "holds"]
     assert learned[1].verdict.margin == qk.SIMILAR_POINTS  # the fixed equivalence margin
     assert "3900 training sentences" in learned[2].ours and "40 x fewer" in learned[2].ours
     assert "0.924 -> 0.934" in learned[1].paper  # the authors' printed accuracies
     # 0.72 correct beats 0.5 but not a 0.7 majority class: the attention and accuracy rows are not testable
     frame = _frame({"baseline": 0.72, "fast QK x100": 0.72}, labels_plural=0.3)
-    rows = qk._sva(QKSpeedExperiment, frame)
+    rows = qk._sva(frame)
     assert [c.verdict.word for c in rows[:2]] == ["not testable here"] * 2
     assert "majority class, 0.700" in rows[0].verdict.why
     # whether the model learns agreement is the claim itself: judged, not gated (0.72 is below 0.9)
     assert rows[2].verdict.word == "does not hold" and "majority rate" in rows[2].ours
-    assert qk._sva(QKSpeedExperiment, _frame({"baseline": 0.75, "fast QK x100": 0.75}))[2].verdict.word == (
-        "does not hold"
-    )
+    assert qk._sva(_frame({"baseline": 0.75, "fast QK x100": 0.75}))[2].verdict.word == "does not hold"
 
 
 def test_a_model_at_the_majority_rate_in_every_seed_does_not_learn_agreement_at_this_scale():
     # the authors' SGD on the offline data: every seed of both variants at the majority share, 0.509, exactly
     frame = _frame({"baseline": 0.5, "fast QK x100": 0.5})
     frame["correct"] = frame["label"] == 1  # the same constant answer in every seed: no spread
-    rows = qk._sva(QKSpeedExperiment, frame)
+    rows = qk._sva(frame)
     assert [c.verdict.word for c in rows[:2]] == ["not testable here"] * 2  # attention: nothing learned
     learns = rows[2]
     assert learns.verdict.word == "does not hold"  # the pooled predictions, far below 0.9
@@ -252,10 +250,8 @@ def test_the_authors_sva_numbers_have_their_sources():
 
 
 def test_each_protocol_and_factor_gets_its_own_rows():
-    adam = qk._sva(
-        QKSpeedExperiment, _frame({"baseline": 0.95, "fast QK x2": 0.95, "fast QK x5": 0.5}), "SVA, Adam"
-    )
-    plateau = qk._sva(QKSpeedExperiment, _frame({"baseline": 0.5, "fast QK x100": 0.5}))
+    adam = qk._sva(_frame({"baseline": 0.95, "fast QK x2": 0.95, "fast QK x5": 0.5}), "SVA, Adam")
+    plateau = qk._sva(_frame({"baseline": 0.5, "fast QK x100": 0.5}))
     assert {c.figure for c in adam} == {"SVA, Adam"} and {c.figure for c in plateau} == {"SVA"}
     assert len(adam) == 2 * 2 + 1  # two rows per factor, then "learns agreement" over every variant
     assert "(x2)" in adam[0].claim and "(x5)" in adam[2].claim

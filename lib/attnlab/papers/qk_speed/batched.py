@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from attnlab.errors import TrainingDiverged
+from attnlab.papers.qk_speed.circuit_configs import CircuitJobs
 from attnlab.papers.qk_speed.circuits import (
     Circuit,
     CircuitTrainResult,
@@ -65,6 +66,23 @@ class CircuitSpec:
     def lrs(self, step: int, total: int) -> tuple[float, float]:
         """(eta_QK, eta_OV) at SGD step ``step`` of ``total`` planned, as ``train_circuit`` sets them."""
         return self.lr_qk * ramp(total, *self.qk_ramp)(step), self.lr_ov * ramp(total, *self.ov_ramp)(step)
+
+
+def circuit_spec(config: dict) -> tuple[CircuitSpec, dict]:
+    """A circuit run's cache config (``circuit_configs.CircuitJobs.config``) as ``train_circuits``' spec and
+    its shared training settings."""
+    spec = CircuitSpec(
+        config["kind"],
+        config["lr_qk"],
+        config["lr_ov"],
+        qk_ramp=tuple(config["qk_ramp"]),
+        seq_len=config["seq_len"],
+        seed=config["seed"],
+        qk_init=config["qk_init"],
+        collapsed_init=config["collapsed_init"],
+    )
+    settings = {k: config[k] for k in ("batch_size", "batches_per_epoch", "max_epochs", "loss_stop")}
+    return spec, settings
 
 
 SLOTS = ("W_Q", "W_K", "W_V", "W_O")  # the stack's matrices, a FAFO circuit's
@@ -311,10 +329,8 @@ def benchmark(
     (what the notebook prints: the mean distinct-token mass and true-label probability, the accuracy, on the
     preset's held-out set; max absolute difference) are from the batched ones (and the run where the metrics
     differ most), and whether they stopped at the same epochs."""
-    from attnlab.papers.qk_speed.experiment import circuit_spec, configure  # it imports this module
-
-    exp = configure(scale=scale, device="cpu")
-    runs = [circuit_spec(cfg) for cfg in exp.circuit_configs()]
+    jobs = CircuitJobs.at_scale(scale)
+    runs = [circuit_spec(cfg) for cfg in jobs.configs()]
     specs = [spec for spec, _ in runs]
     by_settings: dict[str, list[int]] = {}  # the runs that share their training settings train as one batch
     for i, (_, settings) in enumerate(runs):
@@ -367,7 +383,7 @@ def benchmark(
             weight_diff = max(weight_diff, ((a - b).abs().max() / a.abs().max()).item())
         loss_diff = max(loss_diff, abs(one.final_loss - batched[i].final_loss) / abs(one.final_loss))
         same_epochs &= one.history["epoch"] == batched[i].history["epoch"]
-        held_out = sample_batch(exp.preset.circuits.eval_size, s.seq_len, seeded_generator(s.seed, 2))
+        held_out = sample_batch(jobs.circuits.eval_size, s.seq_len, seeded_generator(s.seed, 2))
         metrics = [evaluate_circuit(r.model, held_out) for r in (one, batched[i])]
         diff = max(
             abs(metrics[0][k].mean() - metrics[1][k].mean())

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import pandas as pd
 
-from attnlab.metrics import attention_confidence_model_correct
 from attnlab.papers.qk_speed.authors import (
     FIG3_FINAL,
     FIG4_END_STATES,
@@ -30,7 +29,9 @@ from attnlab.papers.qk_speed.authors import (
     SVA_TRAIN_SENTENCES,
 )
 from attnlab.papers.qk_speed.dynamics import regime_fit
+from attnlab.papers.qk_speed.dynamics_runs import final_values, supported_law
 from attnlab.papers.qk_speed.presets import BASELINE, DEFAULT_SUFFIX, MATCHED_IDENTITY, CircuitRun, fig2_runs
+from attnlab.papers.qk_speed.real_data import ac_by_seed, acmc_by_seed
 from attnlab.runner.claims import Claim, signed
 from attnlab.runner.stats import binomial_interval, estimate
 from attnlab.runner.verdicts import (
@@ -57,7 +58,6 @@ from attnlab.runner.verdicts import (
 
 if TYPE_CHECKING:
     from attnlab.papers.qk_speed.dynamics import Simulation
-    from attnlab.papers.qk_speed.experiment import QKSpeedExperiment
     from attnlab.papers.qk_speed.presets import CircuitSetup
 
 # Smallest effects, margins and thresholds, fixed before the run (the paper states none).
@@ -77,8 +77,9 @@ SVA_CHANCE = 0.5  # a balanced two-class task; SVA's gate uses its test set's ma
 QA_FLOOR = 0.05  # SQuAD has no chance level: a model "learns the task" above this exact-match rate (ours)
 DOMINANCE = 2.0  # Fig. 4: a term of the first integral dominates when it is this many times the other (ours)
 # A QK circuit "did not leave its init" when at most 1 % of its attention mass moved from the initialisation's
-# (``experiment``'s ``moved``: total variation distance, mean over held-out sequences; ours). Its attention is
-# then the init's, not a learned one: the attention claims on it are not testable here (Fig. 2, ratio sweep).
+# (``circuit_runs``' ``moved``: total variation distance, mean over held-out sequences; ours). Its attention
+# is then the init's, not a learned one: the attention claims on it are not testable here (Fig. 2, ratio
+# sweep).
 QK_STILL = 0.01
 
 HATEXPLAIN = not_testable("HateXplain is not available offline")
@@ -101,7 +102,7 @@ class Evidence:
     ratio_sweep: pd.DataFrame  # ratio sweep: one row per (init, ratio, seed): mass, moved, accuracy
     fig3_losses: pd.DataFrame  # Fig. 3: one row per (protocol, ov, alpha, epoch): loss, fd (first seed)
     simulations: dict[float, Simulation]  # Fig. 4: the reduced dynamics per r (deterministic)
-    growth_fits: pd.DataFrame  # Fig. 4: ``QKSpeedExperiment.growth_fits`` of ``simulations``
+    growth_fits: pd.DataFrame  # Fig. 4: ``dynamics_runs.growth_fits`` of ``simulations``
     sva_authors: pd.DataFrame  # SVA under the authors' protocol: one row per (variant, seed, sentence)
     squad_shared: pd.DataFrame  # SQuAD, faster QK (each factor) at the baseline's other rates: (variant, ...)
     hatexplain: str  # what loading HateXplain did
@@ -551,11 +552,10 @@ def _run_values(fig2: pd.DataFrame, labels: Sequence[str]) -> RunValues:
     return RunValues(by_run("mass"), by_run("correct"), by_run("query_mass"), by_run("moved"))
 
 
-def _fig2(exp: QKSpeedExperiment, fig2: pd.DataFrame) -> list[Claim]:
+def _fig2(c: CircuitSetup, fig2: pd.DataFrame) -> list[Claim]:
     """Fig. 2's rows: the four parameterisations at one LR, then per faster-QK pair (:func:`fig2_pairs`, one
     QK init each) "sharper at the same accuracy" and the query-token shortcut (:func:`_pair_rows`). Every row
     is first gated on the QK circuits having left their init (:func:`qk_gate`)."""
-    c = exp.preset.circuits
     v = _run_values(fig2, [r.label for r in fig2_runs(c)])
     m, acc = v.mass, v.accuracy
     kinds = ("FAFO", "FACO", "CAFO", "CACO")
@@ -619,11 +619,10 @@ def _wide(frame: pd.DataFrame, column: str, x: str) -> pd.DataFrame:
     return frame.groupby(["seed", x])[column].mean().unstack(x).sort_index(axis=1)
 
 
-def _ratio(exp: QKSpeedExperiment, ratio: pd.DataFrame) -> list[Claim]:
+def _ratio(c: CircuitSetup, ratio: pd.DataFrame) -> list[Claim]:
     """The ratio sweep's rows: one per QK initialisation (:func:`verdict_ratio_sweep` over the ratios whose
     QK circuit left its init in every seed, :func:`still_ratios` named and not judged), then the sweep over
     both initialisations, the conjunction of those rows (:func:`all_of`)."""
-    c = exp.preset.circuits
     claims, per_init = [], {}
     for init, sub in ratio.groupby("init", sort=False):
         by = sub.groupby("ratio")[["mass", "accuracy"]].mean()
@@ -703,13 +702,13 @@ def _fig3(fig3: pd.DataFrame) -> list[Claim]:
     return claims
 
 
-def _fig4(exp: QKSpeedExperiment, sims: dict[float, Simulation], fits: pd.DataFrame) -> list[Claim]:
+def _fig4(sims: dict[float, Simulation], fits: pd.DataFrame) -> list[Claim]:
     """Fig. 4's rows. "mu_QK grows like log^2 t" is judged per r in the regime of the first integral that
     holds there, and over every r only as the conjunction of those rows (:func:`verdict_log2_every_r`): one
     R^2 comparison over the whole late half would mix the regimes (at r <= 0.1 the two laws fit about
     equally well) and could contradict the rows per r."""
-    final = exp.final_values(sims).sort_index()
-    ov = exp.supported_law(fits)["r2 mu_OV ~ log t"]
+    final = final_values(sims).sort_index()
+    ov = supported_law(fits)["r2 mu_OV ~ log t"]
     authors = ", ".join(f"{r:g}: {e.alpha:.3f}" for r, e in FIG4_END_STATES.items())
     per_r, regimes, regime_of = {}, [], {}
     for r, sim in sorted(sims.items()):
@@ -756,6 +755,20 @@ def _fig4(exp: QKSpeedExperiment, sims: dict[float, Simulation], fits: pd.DataFr
     ]
 
 
+def growth_regimes(sims: dict[float, Simulation]) -> pd.DataFrame:
+    """Fig. 4 per r: the regime of the first integral at the end of the run, the two log^2 t fits where it
+    holds (``dynamics.regime_fit``) and the verdict of :func:`verdict_growth_regime` (the rows per r of
+    :func:`_fig4`, as a table)."""
+    rows = []
+    for r, sim in sims.items():
+        fit = regime_fit(sim, dominance=DOMINANCE)
+        verdict = verdict_growth_regime(
+            str(fit["regime"]), float(fit["r2 mu_QK ~ log^2 t"]), float(fit["r2 exp(mu_QK) ~ log^2 t"])
+        )
+        rows.append({"r": r, **fit, "verdict": verdict.word})
+    return pd.DataFrame(rows).set_index("r")
+
+
 def fast_variants(frame: pd.DataFrame) -> list[str]:
     """The faster-QK variants of a real-data frame ("fast QK x<factor>"), in run order: every one but the
     baseline."""
@@ -768,7 +781,6 @@ def _factor(variant: str) -> str:
 
 
 def _real_data(
-    exp: QKSpeedExperiment,
     frame: pd.DataFrame,
     name: str,
     fast: str,
@@ -791,7 +803,7 @@ def _real_data(
         pooled = (_counts(pair, "variant", fast), _counts(pair, "variant", BASELINE))
     sharper = verdict_sharper(faster["mass"].to_dict(), base["mass"].to_dict())
     similar = verdict_similar_score(base[acc_col].to_dict(), faster[acc_col].to_dict(), pooled)
-    ac = exp.ac_by_seed(pair).pivot_table(index="seed", columns="variant", values="AC")
+    ac = ac_by_seed(pair).pivot_table(index="seed", columns="variant", values="AC")
     acmc = acmc_by_seed(pair).set_index(["seed", "variant"])["ACMC"].unstack()  # keeps all-NaN variants
     return [
         Claim(
@@ -815,7 +827,7 @@ def _real_data(
     ]
 
 
-def _squad(exp: QKSpeedExperiment, squad: pd.DataFrame, figure: str = "SQuAD") -> list[Claim]:
+def _squad(squad: pd.DataFrame, figure: str = "SQuAD") -> list[Claim]:
     """The SQuAD rows of one protocol (``figure``: "SQuAD" for faster QK at the baseline's other rates, one
     pair of rows per factor of the search; "SQuAD, authors' rates" for the authors' pairing). Both rows of a
     factor are gated by ``squad_gate`` of the baseline and of that faster-QK model: a model with an exact
@@ -831,7 +843,7 @@ def _squad(exp: QKSpeedExperiment, squad: pd.DataFrame, figure: str = "SQuAD") -
     rows = []
     for variant in fast_variants(squad):
         gate = squad_gate(squad) or squad_gate(squad, variant)
-        rows += _real_data(exp, squad, figure, variant, paper_f1, "AC ~12 % -> ~43 %", "f1", "F1", gate)
+        rows += _real_data(squad, figure, variant, paper_f1, "AC ~12 % -> ~43 %", "f1", "F1", gate)
     return rows
 
 
@@ -843,21 +855,6 @@ def diverged_gate(per_seed: pd.DataFrame) -> Verdict | None:
         return None
     runs = ", ".join(f"{v} seed {s}" for v, s in bad)
     return not_testable(f"training diverged ({runs}): no scores to compare", n=len(per_seed))
-
-
-def acmc_by_seed(frame: pd.DataFrame) -> pd.DataFrame:
-    """ACMC (%) per (variant, seed): AC among the correct predictions (``correct``, or exact match ``em``
-    for SQuAD), :func:`attnlab.metrics.attention_confidence_model_correct`; NaN where none is correct."""
-    ok = "correct" if "correct" in frame else "em"
-    rows = [
-        {
-            "variant": v,
-            "seed": s,
-            "ACMC": attention_confidence_model_correct(g["mass"], g["true_prob"], g[ok].astype(bool)),
-        }
-        for (v, s), g in frame.groupby(["variant", "seed"], sort=False)
-    ]
-    return pd.DataFrame(rows)
 
 
 def squad_gate(squad: pd.DataFrame, variant: str = "baseline") -> Verdict | None:
@@ -892,7 +889,7 @@ def _authors_mean(values: Sequence[float]) -> str:
     return f"{sum(values) / len(values):.3f}"
 
 
-def _sva(exp: QKSpeedExperiment, sva: pd.DataFrame, figure: str = "SVA") -> list[Claim]:
+def _sva(sva: pd.DataFrame, figure: str = "SVA") -> list[Claim]:
     """The SVA rows of one protocol (``figure``: "SVA" for the authors' SGD at their x100, "SVA, Adam" for
     this project's Adam at each factor of ``SVASetup.adam_qk_scales``): per faster-QK factor the two rows of
     :func:`_real_data`, gated by ``gate_scores`` of the baseline and that factor against ``sva_chance``; then
@@ -915,7 +912,7 @@ def _sva(exp: QKSpeedExperiment, sva: pd.DataFrame, figure: str = "SVA") -> list
         gate = gate_scores(*_pooled(pair, "correct"), chance)
         if gate is not None:
             gate = replace(gate, why=f"{gate.why} (chance: the majority class, {chance:.3f})")
-        claims += _real_data(exp, sva, figure, fast, f"accuracy ~0.92-0.93 ({authors})", sharp, "correct",
+        claims += _real_data(sva, figure, fast, f"accuracy ~0.92-0.93 ({authors})", sharp, "correct",
                              "accuracy", gate)  # fmt: skip
     claims.append(_learns_agreement(sva, figure, chance, authors))
     return claims
@@ -954,21 +951,22 @@ def _learns_agreement(sva: pd.DataFrame, figure: str, chance: float, authors: st
     )
 
 
-def claims(exp: QKSpeedExperiment, evidence: Evidence) -> list[Claim]:
-    """The claims table's rows from the notebook's results (``evidence``, by name): Fig. 2, the ratio sweep,
+def claims(circuits: CircuitSetup, evidence: Evidence) -> list[Claim]:
+    """The claims table's rows from the notebook's results (``evidence``, by name; ``circuits``: the circuit
+    settings they were computed with): Fig. 2, the ratio sweep,
     Figs. 3-4, SVA under the authors' protocol and (``sva_adam``, when given) under this project's, SQuAD
     with faster QK at the baseline's other rates and (``squad_authors``, when given) in the authors' pairing,
     and HateXplain (``hatexplain``: what loading it did)."""
     e = evidence
     return [
-        *_fig2(exp, e.fig2_runs),
-        *_ratio(exp, e.ratio_sweep),
+        *_fig2(circuits, e.fig2_runs),
+        *_ratio(circuits, e.ratio_sweep),
         *_fig3(e.fig3_losses),
-        *_fig4(exp, e.simulations, e.growth_fits),
-        *_sva(exp, e.sva_authors),
-        *(_sva(exp, e.sva_adam, "SVA, Adam") if e.sva_adam is not None else []),
-        *_squad(exp, e.squad_shared),
-        *(_squad(exp, e.squad_authors, "SQuAD, authors' rates") if e.squad_authors is not None else []),
+        *_fig4(e.simulations, e.growth_fits),
+        *_sva(e.sva_authors),
+        *(_sva(e.sva_adam, "SVA, Adam") if e.sva_adam is not None else []),
+        *_squad(e.squad_shared),
+        *(_squad(e.squad_authors, "SQuAD, authors' rates") if e.squad_authors is not None else []),
         Claim(
             "HateXplain",
             "faster QK sharpens attention on rationale tokens at similar accuracy",

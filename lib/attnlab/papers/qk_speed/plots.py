@@ -49,8 +49,7 @@ def distinct_mass(frame: pd.DataFrame, key: str = "run", xlabel: str = "distinct
             body = ax.violinplot(
                 masses, positions=[y], orientation="horizontal", widths=0.8, showextrema=False
             )
-            for part in body["bodies"]:
-                part.set(facecolor=colour, edgecolor=colour, alpha=0.35)
+            plt.setp(body["bodies"], facecolor=colour, edgecolor=colour, alpha=0.35)
         seeds = sub.groupby("seed")["mass"].mean()
         ax.scatter(seeds, np.full(len(seeds), y), s=14, color=colour, edgecolor="k", linewidth=0.4, zorder=3)
         est = mean_interval(seeds)
