@@ -66,7 +66,10 @@ def test_report_opens_with_the_overview_and_puts_the_verdict_first(tmp_path, mon
         "| **does not hold** | [Fig. 3](xsa/fig3_loss.png) | the gap grows with size | no | it shrinks |  "
         "|  |" in text  # no evidence, no detectable effect: empty cells
     )
-    assert "| **not testable here** | Table 2 |" in text and "xsa--seeds" not in text
+    defaults, others = text.split("# Runs with other parameters")
+    assert "| **not testable here** | Table 2 |" in defaults and "xsa--seeds" not in defaults
+    assert "## xsa--seeds-0: XSA variant" in others  # listed after the defaults, under its own heading
+    assert "xsa--seeds" not in report.readme_block("cpu")
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{report.README_START}\nold\n{report.README_END}\n\nrest\n")
     assert report.update_readme(readme, "cpu") and not report.update_readme(readme, "cpu")

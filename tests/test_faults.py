@@ -217,6 +217,7 @@ def test_ctrl_c_stops_the_kernel_and_what_it_started_within_seconds(tmp_path, si
     time.sleep(1)
     assert not leftovers.alive(kernel) and not leftovers.alive(worker)
     assert not target.exists() and not list(target.parent.glob("*.partial*"))  # nothing half-made
+    assert target.with_suffix(".failed.ipynb").exists()  # the executed copy, kept for reading
 
 
 def test_a_flipped_byte_in_the_converted_smollm2_checkpoint_is_caught(tmp_path, monkeypatch):
@@ -257,3 +258,50 @@ def test_a_token_shard_overwritten_in_place_is_refused(tmp_path, monkeypatch):
     train.write_bytes(bytes(len(train.read_bytes())))  # every token overwritten, the size unchanged
     with pytest.raises(CorruptFile, match="SHA-256"):
         shards.open_shards(folder)
+
+
+def test_sigterm_mid_run_publishes_the_finished_notebooks_only(tmp_path):
+    """What the README says an interrupted run leaves, through the runner's own signal handler: the notebook
+    that finished keeps its published figures and is in REPORT.md; the running one's previous figures stay
+    whole, its staged outputs are gone and its executed copy is kept as ``<run>.failed.ipynb``; exit 130."""
+    figures, build = tmp_path / "figures", tmp_path / "build"
+    old = figures / "cpu" / "synthesis"
+    old.mkdir(parents=True)
+    (old / "claims.md").write_text("old claims")
+    script = textwrap.dedent("""
+        import json, os, signal, sys, time
+        from pathlib import Path
+        import papermill
+        from attnlab.papers import synthesis, xsa
+        from attnlab.runner import run
+        from attnlab.runner.claims import Claim, write_claims
+        from attnlab.runner.verdicts import HOLDS, Verdict
+
+        def notebook(source, output, parameters, **kwargs):  # papermill's place: the real execute around it
+            Path(output).write_text(json.dumps({"metadata": {}, "cells": []}))
+            module = {"xsa": xsa, "synthesis": synthesis}[Path(source).stem]
+            exp = module.configure(**parameters)
+            write_claims([Claim("Fig. 1", "c", "p", "new", Verdict(HOLDS))], exp.figures, exp.paper)
+            if exp.paper == "synthesis":
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(60)
+
+        papermill.execute_notebook = notebook
+        sys.exit(run.main(["--scale", "cpu", "--notebooks", "xsa,synthesis", "--quiet"]))
+    """)
+    env = {**os.environ, "ATTNLAB_FIGURES": str(figures), "ATTNLAB_BUILD": str(build)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 130, done.stderr
+    assert "SIGTERM: stopped" in done.stderr and "interrupted" in done.stderr
+    assert (figures / "cpu" / "xsa" / "claims.csv").exists()  # finished: published
+    assert (
+        sorted(p.name for p in old.iterdir()) == ["claims.md"]
+        and (old / "claims.md").read_text() == "old claims"
+    )
+    assert not list(figures.glob(".staging-*"))
+    report = (figures / "cpu" / "REPORT.md").read_text()
+    assert "## xsa: xsa" in report and "## synthesis" not in report  # the old folder has no claims.csv
+    executed = build / "notebooks" / "cpu"
+    assert sorted(p.name for p in executed.iterdir()) == ["synthesis.failed.ipynb", "xsa.ipynb"]

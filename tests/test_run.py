@@ -2,7 +2,6 @@
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -29,6 +28,8 @@ def no_execution(monkeypatch):
         (["--scale", "cpu", "--notebooks", "xsa", "-p", "sedes=[1]"], "unknown parameter(s) ['sedes']"),
         (["--scale", "cpu", "--notebooks", "xsa", "-p", "seeds=[-1]"], "seeds must be a list"),
         (["--scale", "cpu", "--notebooks", "xsa", "-p", "seeds=[1, 1]"], "seeds must be distinct"),
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "seeds=3"], "got the integer 3: write [3]"),
+        (["--scale", "cpu", "--notebooks", "xsa", "-p", "seeds=[0]", "--params", "seeds=[1]"], "given twice"),
         (["--scale", "cpu", "--notebooks", "xsa", "-p", "sizes=['9L']"], "sizes: unknown ['9L']"),
         (["--scale", "cpu", "--notebooks", "xsa", "-p", "device=cuda:0"], "CUDA is not available"),
         (["--scale", "cpu", "--notebooks", "nope"], "unknown notebook 'nope'"),
@@ -67,7 +68,8 @@ def test_notebook_defaults_resolve_to_auto(monkeypatch):
     monkeypatch.setenv("ATTNLAB_SCALE", "smoke")
     params = run.resolve_parameters("xsa", {})
     assert params == {
-        "scale": "auto", "seeds": [], "device": "auto", "sizes": [], "corpus": "", "lr_grid": {}, "steps": 0
+        "scale": "auto", "seeds": [], "device": "auto", "workers": 0, "sizes": [], "corpus": "",
+        "lr_grid": {}, "steps": 0,
     }  # fmt: skip
     assert xsa.configure(**params).scale == "smoke"
     assert run.resolve_parameters("xsa", {"scale": "cpu"})["scale"] == "cpu"
@@ -174,36 +176,53 @@ def test_stored_notebooks_keep_outputs_but_not_timings_or_widgets(tmp_path):
     assert out["cells"][1] == nb["cells"][1]
 
 
+def notebook_writing_claims(source, target, parameters, log_output):
+    """What a paper notebook does with its parameters, in brief: configure its experiment and write a claims
+    table into the experiment's folder (the staging folder's, under the runner)."""
+    import importlib
+
+    from attnlab.papers import PAPERS
+    from attnlab.runner.claims import Claim, write_claims
+    from attnlab.runner.verdicts import HOLDS, Verdict
+
+    exp = importlib.import_module(PAPERS[source.stem]).configure(**parameters)
+    write_claims([Claim("Fig. 1", "c", "p", f"seeds {list(exp.seeds)}", Verdict(HOLDS))], exp.figures, "XSA")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"metadata": {"papermill": {}}, "cells": []}))
+
+
 def test_own_parameters_write_to_their_own_folders(monkeypatch, tmp_path):
     figures, build = tmp_path / "figures", tmp_path / "build"
     monkeypatch.setenv("ATTNLAB_FIGURES", str(figures))
     monkeypatch.setenv("ATTNLAB_BUILD", str(build))
-
-    def execute(source, target, parameters, log_output):
-        out = Path(os.environ["ATTNLAB_FIGURES"]) / parameters["scale"] / source.stem
-        out.mkdir(parents=True)
-        (out / "claims.md").write_text(f"# run with {parameters['seeds']}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps({"metadata": {"papermill": {}}, "cells": []}))
-
-    monkeypatch.setattr(run, "execute", execute)
+    monkeypatch.setattr(run, "execute", notebook_writing_claims)
     assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--quiet"]) == 0
+    default = "seeds [0, 1, 2, 3, 4]"
+    assert default in (figures / "cpu" / "xsa" / "claims.md").read_text()
     assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--quiet", "-p", "seeds=[0, 1]"]) == 0
-    assert (figures / "cpu" / "xsa" / "claims.md").read_text() == "# run with []"  # the default run stays
-    assert (figures / "cpu" / "xsa--seeds-0-1" / "claims.md").read_text() == "# run with [0, 1]"
+    assert default in (figures / "cpu" / "xsa" / "claims.md").read_text()  # the default run stays
+    name = xsa.configure(scale="cpu", seeds=[0, 1]).run_name
+    assert name.startswith("xsa--seeds-0-1-") and len(name) == len("xsa--seeds-0-1-") + 8
+    assert "seeds [0, 1]" in (figures / "cpu" / name / "claims.md").read_text()
+    record = json.loads((figures / "cpu" / name / "params.json").read_text())
+    assert record["default"] is False and record["changed"] == {
+        "seeds": {"value": [0, 1], "default": [0, 1, 2, 3, 4]}
+    }
+    assert json.loads((figures / "cpu" / "xsa" / "params.json").read_text())["default"] is True
     kept = sorted(p.name for p in (figures / "cpu" / "notebooks").iterdir())
-    assert kept == ["xsa--seeds-0-1.ipynb", "xsa.ipynb"]  # executed notebooks kept beside the figures
+    assert kept == [f"{name}.ipynb", "xsa.ipynb"]  # executed notebooks kept beside the figures
     assert (
         "papermill" not in json.loads((figures / "cpu" / "notebooks" / "xsa.ipynb").read_text())["metadata"]
     )
-    assert "xsa--seeds" not in (figures / "cpu" / "REPORT.md").read_text()  # a variant is not the report
-
-
-def test_variant_names_are_readable_and_bounded():
-    assert run.variant_name("xsa", {}) == "xsa"
-    assert run.variant_name("xsa", {"sizes": ["2L"], "seeds": [0, 1]}) == "xsa--seeds-0-1--sizes-2L"
-    long = run.variant_name("xsa", {"lrs": [0.001 * i for i in range(1, 30)]})
-    assert len(long) <= 80 and long != run.variant_name("xsa", {"lrs": [0.002]})
+    report = (figures / "cpu" / "REPORT.md").read_text()
+    overview, others = report.split("# Runs with other parameters")
+    assert f"`{name}`" not in overview and f"## {name}: XSA" in others  # listed, but not as the default
+    assert "`seeds` = [0, 1] (default [0, 1, 2, 3, 4])" in others
+    # the preset's seeds given explicitly: the default run again, no second folder
+    assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--quiet", "-p", "seeds=[0, 1, 2, 3, 4]"]) == 0
+    assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--quiet", "--params", "seeds=[] steps=0"]) == 0
+    runs = sorted(p.name for p in (figures / "cpu").iterdir() if (p / "claims.csv").exists())
+    assert runs == ["xsa", name]
 
 
 def test_a_failing_cell_is_summarised(tmp_path):

@@ -99,7 +99,7 @@ def test_save_run_table_writes_runs_csv_into_the_figures_folder(folders, monkeyp
     monkeypatch.setattr(xsa_experiment, "launch", _fake_launch([], cached=False))
     table = exp.run_table(*_everything(exp))
     path = exp.save_run_table(table)
-    assert path == folders / "figures" / "smoke" / "xsa" / "runs.csv"
+    assert path == folders / "figures" / "smoke" / exp.run_name / "runs.csv"  # sizes=[...]: a run of its own
     back = pd.read_csv(path)
     assert list(back.columns) == list(xsa_experiment.RUN_COLUMNS) and len(back) == len(table)
     assert back["validation"].tolist() == table["validation"].tolist()  # full precision, not rounded

@@ -8,6 +8,7 @@ import ast
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 
 import torch
@@ -36,6 +37,13 @@ def parse_assignment(text: str, *, json_values: bool = False) -> tuple[str, obje
         return key, raw
 
 
+def split_assignments(text: str) -> list[str]:
+    """Several ``key=value`` assignments in one string, separated by white space (make's ``PARAMS``): split
+    before each ``key=``, so a value may hold spaces (``seeds=[0, 1] steps=100`` is two). Each part is then
+    read by :func:`parse_assignment`."""
+    return [part for part in re.split(r"\s+(?=[A-Za-z_]\w*=)", text.strip()) if part]
+
+
 #: The environment variable the scale ``auto`` reads first (make test and store-notebooks: smoke).
 SCALE_ENV = "ATTNLAB_SCALE"
 
@@ -54,9 +62,13 @@ def check_scale(scale: object) -> str:
 
 
 def check_seeds(seeds: object, default: Sequence[int]) -> tuple[int, ...]:
-    """A list of distinct non-negative ints; empty means the preset's ``default``."""
-    if isinstance(seeds, int) and not isinstance(seeds, bool):
-        seeds = [seeds]
+    """A list of distinct non-negative ints; empty means the preset's ``default``. A bare int is refused:
+    ``seeds=3`` reads as "three seeds" as easily as "seed 3"."""
+    if is_int(seeds):
+        raise ParameterError(
+            f"seeds must be a list of non-negative integers; got the integer {seeds!r}: write [{seeds}] for "
+            f"seed {seeds} alone (a list such as [0, 1, 2] for several)"
+        )
     if not isinstance(seeds, (list, tuple)) or not all(
         isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds
     ):
@@ -112,12 +124,14 @@ def check_numbers(
     return tuple(sorted(float(v) for v in values)) or tuple(default)
 
 
-def check_subset(name: str, chosen: object, available: Iterable[str]) -> tuple[str, ...]:
-    """A list drawn from ``available``; empty means all of them."""
+def check_subset(
+    name: str, chosen: object, available: Iterable[str], default: Sequence[str] | None = None
+) -> tuple[str, ...]:
+    """A list drawn from ``available``; empty means ``default`` (all of them when None)."""
     available = tuple(available)
     if not isinstance(chosen, (list, tuple)) or not all(isinstance(c, str) for c in chosen):
         raise ParameterError(f"{name} must be a list of names from {list(available)}; got {chosen!r}")
     unknown = [c for c in chosen if c not in available]
     if unknown:
         raise ParameterError(f"{name}: unknown {unknown}; choose from {list(available)}")
-    return tuple(chosen) or available
+    return tuple(chosen) or (available if default is None else tuple(default))

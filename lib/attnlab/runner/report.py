@@ -2,14 +2,19 @@
 its verdict first and a link to its figure) and the README's overview block, both built from the claims tables
 the notebooks wrote.
 
-    python -m attnlab.runner.report --scale cpu            # rewrite figures/cpu/REPORT.md
-    python -m attnlab.runner.report --scale cpu --readme   # and the README's overview between its markers
+    .venv/bin/python -m attnlab.runner.report --scale cpu            # rewrite figures/cpu/REPORT.md
+    .venv/bin/python -m attnlab.runner.report --scale cpu --readme   # and the README's overview block
+
+The overviews and the README count the runs with each scale's default parameters only
+(``figures/<scale>/<paper>/``); REPORT.md lists the runs with other parameters after them
+(``figures/<scale>/<paper>--<slug>-<hash8>/``), each table under the run it comes from (its ``params.json``).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import re
 import sys
 from pathlib import Path
@@ -17,21 +22,49 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab import paths
+from attnlab.papers.experiment import PARAMS_FILE, RUN_SEPARATOR
 from attnlab.runner.claims import COLUMNS, SMOKE_NOTE
 from attnlab.runner.verdicts import VERDICTS
 
 #: The column names of the overview, one per verdict word.
 VERDICT_COLUMNS = dict(zip(VERDICTS, ("holds", "does not hold", "inconclusive", "not testable"), strict=True))
-README_START = "<!-- overview:start (python -m attnlab.runner.report --scale cpu --readme) -->"
+README_START = "<!-- overview:start (.venv/bin/python -m attnlab.runner.report --scale cpu --readme) -->"
 README_END = "<!-- overview:end -->"
 
 
-def paper_folders(scale: str) -> list[Path]:
-    """The folders under ``figures/<scale>/`` with a claims table, default-parameter runs only (a
-    ``<paper>--<parameters>`` folder is a variant; a hidden folder is an interrupted run's leftover)."""
+def run_folders(scale: str) -> list[Path]:
+    """The folders under ``figures/<scale>/`` with a claims table (a hidden folder is an interrupted run's
+    leftover, never a run)."""
     root = paths.figures_dir() / scale
-    folders = (p.parent for p in root.glob("*/claims.csv"))
-    return sorted(f for f in folders if "--" not in f.name and not f.name.startswith("."))
+    return sorted(p.parent for p in root.glob("*/claims.csv") if not p.parent.name.startswith("."))
+
+
+def paper_folders(scale: str) -> list[Path]:
+    """The :func:`run_folders` of default-parameter runs, one per paper (``figures/<scale>/<paper>/``)."""
+    return [f for f in run_folders(scale) if RUN_SEPARATOR not in f.name]
+
+
+def other_runs(scale: str) -> list[Path]:
+    """The :func:`run_folders` of runs with other parameters, ``figures/<scale>/<paper>--<slug>-<hash8>/``."""
+    return [f for f in run_folders(scale) if RUN_SEPARATOR in f.name]
+
+
+def run_line(folder: Path) -> str:
+    """Which run a folder's tables come from, from its ``params.json``: the scale's defaults, or each changed
+    setting with its default; a folder without one was written before runs recorded their parameters."""
+    record = folder / PARAMS_FILE
+    if not record.is_file():
+        kind = "the scale's default parameters" if RUN_SEPARATOR not in folder.name else "other parameters"
+        return f"Run `{folder.name}`: {kind} (written before runs recorded them in {PARAMS_FILE})."
+    run = json.loads(record.read_text())
+    link = f"[{PARAMS_FILE}]({folder.name}/{PARAMS_FILE})"
+    if run["default"]:
+        return f"Run `{folder.name}`: the scale's default parameters ({link})."
+    changed = "; ".join(
+        f"`{path}` = {change['value']} (default {change['default']})"
+        for path, change in run["changed"].items()
+    )
+    return f"Run `{folder.name}`, not the scale's defaults: {changed} ({link})."
 
 
 def verdict_word(verdict: str) -> str:
@@ -64,12 +97,13 @@ NOT_REJUDGED = (
 )
 
 
-def overview(scale: str, link_root: str = "") -> str:
-    """A Markdown table: one row per paper, how many of its claims hold, do not hold, are inconclusive and
-    are not testable here, linking its claims table (paths relative to ``link_root``). A table not judged by
-    the shared rule is listed without counts."""
+def overview(scale: str, link_root: str = "", folders: list[Path] | None = None) -> str:
+    """A Markdown table: one row per run folder (``folders``; default: :func:`paper_folders`, the default
+    runs), how many of its claims hold, do not hold, are inconclusive and are not testable here, linking its
+    claims table (paths relative to ``link_root``). A table not judged by the shared rule is listed without
+    counts."""
     lines = ["| paper | " + " | ".join(VERDICT_COLUMNS.values()) + " | claims |", "|---" * 6 + "|"]
-    for folder in paper_folders(scale):
+    for folder in paper_folders(scale) if folders is None else folders:
         frame = pd.read_csv(folder / "claims.csv")
         if not judged_by_the_rule(frame):
             link = f"{link_root}{folder.name}/claims.md"
@@ -102,9 +136,14 @@ def claims_section(folder: Path) -> str:
     frame = pd.read_csv(folder / "claims.csv")
     title = (folder / "claims.md").read_text().splitlines()[0].removeprefix("# ")
     if not judged_by_the_rule(frame):
-        return f"## {folder.name}: {title}\n\n> {NOT_REJUDGED} ([the old table]({folder.name}/claims.md)).\n"
+        return (
+            f"## {folder.name}: {title}\n\n{run_line(folder)}\n\n> {NOT_REJUDGED} ([the old table]"
+            f"({folder.name}/claims.md)).\n"
+        )
     lines = [
         f"## {folder.name}: {title}",
+        "",
+        run_line(folder),
         "",
         "| verdict | figure | claim | ours | reason | estimate [95% interval] | detectable |",
         "|---|---|---|---|---|---|---|",
@@ -120,14 +159,24 @@ def claims_section(folder: Path) -> str:
 
 
 def write_report(scale: str) -> Path:
-    """``figures/<scale>/REPORT.md``: the overview, then each paper's claims (verdict first)."""
+    """``figures/<scale>/REPORT.md``: the overview of the default runs, each one's claims (verdict first),
+    then the same for the runs with other parameters, under a heading that says they are not the scale's."""
     root = paths.figures_dir() / scale
     root.mkdir(parents=True, exist_ok=True)
     parts = [f"# Claims at scale `{scale}`\n"]
     if scale == "smoke":
         parts.append(f"> {SMOKE_NOTE}\n")
-    parts += ["## Overview\n", overview(scale)]
+    parts += ["## Overview\n", "The runs with the scale's default parameters.\n", overview(scale)]
     parts += [claims_section(folder) for folder in paper_folders(scale)]
+    others = other_runs(scale)
+    if others:
+        parts += [
+            "# Runs with other parameters\n",
+            "Not the scale's defaults (each section says what changed), so not counted above nor in the "
+            "README.\n",
+            overview(scale, folders=others),
+        ]
+        parts += [claims_section(folder) for folder in others]
     report = root / "REPORT.md"
     report.write_text("\n".join(parts))
     return report

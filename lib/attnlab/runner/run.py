@@ -1,16 +1,18 @@
 """Execute the paper notebooks headlessly with papermill.
 
-    python -m attnlab.runner.run --scale cpu --notebooks xsa [-p seeds=[0,1,2] ...]
-    python -m attnlab.runner.run --scale paper --nproc 8   # train with 8 processes under torchrun
+    .venv/bin/python -m attnlab.runner.run --scale cpu --notebooks xsa [-p "seeds=[0, 1, 2]" ...]
+    .venv/bin/python -m attnlab.runner.run --scale cpu --notebooks xsa --params "seeds=[0, 1] steps=100"
+    .venv/bin/python -m attnlab.runner.run --scale paper --nproc 8   # train with 8 processes under torchrun
     # re-execute at smoke scale into notebooks/ (outputs for nbval)
-    python -m attnlab.runner.run --store
+    .venv/bin/python -m attnlab.runner.run --store
 
 Parameters are checked against each notebook's ``parameters`` cell and its paper module's ``configure`` before
 any notebook starts. Executed copies land in ``build/notebooks/<scale>/``, never over the sources; figures and
-claims in ``figures/<scale>/<paper>/``, and at the cpu, gpu and paper scales the executed notebook beside them
-in ``figures/<scale>/notebooks/``; every paper's claims are gathered into ``figures/<scale>/REPORT.md``. A run
-with parameters of its own (``-p``, beyond the scale) writes to folders named by them,
-``figures/<scale>/<paper>--<key>-<value>.../``, so the default outputs stay as they are.
+claims in ``figures/<scale>/<run>/``, and at the cpu, gpu and paper scales the executed notebook beside them
+in ``figures/<scale>/notebooks/<run>.ipynb``; every paper's claims are gathered into
+``figures/<scale>/REPORT.md``. ``<run>`` is the paper's name for a run with its scale's defaults, else
+``<paper>--<slug>-<hash8>``, named by the settings that differ (the experiment decides it, so a notebook run
+by papermill or Jupyter writes the same folder: :attr:`attnlab.papers.experiment.PaperExperiment.run_name`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,9 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import hashlib
 import importlib
 import json
 import os
-import re
 import shutil
 import signal
 import sys
@@ -33,7 +33,7 @@ from attnlab import paths
 from attnlab.errors import ParameterError
 from attnlab.papers import PAPERS
 from attnlab.runner.leftovers import remove_stale
-from attnlab.runner.params import SCALE_ENV, SCALES, parse_assignment
+from attnlab.runner.params import SCALE_ENV, SCALES, parse_assignment, split_assignments
 from attnlab.runner.report import write_report
 from attnlab.training.launch import NPROC_ENV
 
@@ -66,6 +66,18 @@ def choose_scale(flag: str | None, overrides: dict[str, object], store: bool) ->
     return flag or default_scale()
 
 
+def read_overrides(assignments: list[str]) -> dict[str, object]:
+    """The ``key=value`` assignments of ``-p`` and ``--params`` as a dict; a key given twice with different
+    values is an error (never silently overwritten)."""
+    overrides: dict[str, object] = {}
+    for text in assignments:
+        key, value = parse_assignment(text)
+        if key in overrides and overrides[key] != value:
+            raise ParameterError(f"{key} is given twice, differently: {overrides[key]!r} and {value!r}")
+        overrides[key] = value
+    return overrides
+
+
 def resolve_parameters(name: str, overrides: dict[str, object]) -> dict[str, object]:
     """The notebook's declared parameters with ``overrides`` applied, validated by its paper module."""
     import papermill
@@ -82,21 +94,11 @@ def resolve_parameters(name: str, overrides: dict[str, object]) -> dict[str, obj
     return merged
 
 
-def variant_name(paper: str, overrides: dict[str, object]) -> str:
-    """The output name of ``paper`` run with ``overrides`` (the parameters beyond the scale): the paper's own
-    name when there are none, else ``<paper>--<key>-<value>...`` (sorted keys, values reduced to letters,
-    digits, dots and dashes; a long one shortened with a digest of the whole)."""
-    if not overrides:
-        return paper
-    parts = []
-    for key in sorted(overrides):
-        value = re.sub(r"[^A-Za-z0-9.]+", "-", str(overrides[key])).strip("-") or "empty"
-        parts.append(f"{key}-{value}")
-    name = f"{paper}--{'--'.join(parts)}"
-    if len(name) > 80:
-        digest = hashlib.sha256(json.dumps(overrides, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        name = f"{name[:68]}-{digest}"
-    return name
+def run_name(name: str, parameters: dict[str, object]) -> str:
+    """The name of the run notebook ``name`` makes with ``parameters`` (its figures folder and executed
+    notebook are named by it): what its experiment decides,
+    :attr:`attnlab.papers.experiment.PaperExperiment.run_name`, so the kernel writes to the same folder."""
+    return str(importlib.import_module(PAPERS[name]).configure(**parameters).run_name)
 
 
 def failure_summary(path: Path, lines: int = 40) -> str:
@@ -164,13 +166,11 @@ def execute(source: Path, target: Path, parameters: dict[str, object], log_outpu
     os.replace(partial, target)
 
 
-def run_staged(
-    source: Path, target: Path, parameters: dict[str, object], log_output: bool, name: str | None = None
-) -> None:
-    """:func:`execute`, with the notebook's figures and claims written to a staging folder that replaces
-    ``figures/<scale>/<paper>/`` (``figures/<scale>/<name>/`` with a ``name``, see :func:`variant_name`) only
-    when the notebook succeeds. A failed or interrupted run leaves the previous complete outputs in place (and
-    its notebook as ``<name>.failed.ipynb``); a success removes a stale failed notebook of the same name."""
+def run_staged(source: Path, target: Path, parameters: dict[str, object], log_output: bool) -> None:
+    """:func:`execute`, with the notebook's figures and claims written to a staging folder
+    (``figures/.staging-<name>-<pid>/``) whose run folders replace those of ``figures/<scale>/`` only when the
+    notebook succeeds. A failed or interrupted run leaves the previous complete outputs in place (and its
+    notebook as ``<name>.failed.ipynb``); a success removes a stale failed notebook of the same name."""
     final_root = paths.figures_dir()
     staging = final_root / f".staging-{target.stem}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -179,7 +179,7 @@ def run_staged(
     os.environ[paths.FIGURES_ENV] = str(staging)
     try:
         execute(source, target, parameters, log_output)
-        publish(staging, final_root, name)
+        publish(staging, final_root)
     finally:
         if before is None:
             os.environ.pop(paths.FIGURES_ENV, None)
@@ -189,14 +189,13 @@ def run_staged(
     target.with_suffix(".failed.ipynb").unlink(missing_ok=True)
 
 
-def publish(staging: Path, final_root: Path, name: str | None = None) -> None:
-    """Move every ``<scale>/<paper>/`` folder of ``staging`` into ``final_root`` (as ``<scale>/<name>/`` when
-    ``name`` is given), each replacing the old one whole (renamed aside, the new one renamed in, the old one
-    deleted): no folder ever mixes two runs."""
+def publish(staging: Path, final_root: Path) -> None:
+    """Move every ``<scale>/<run>/`` folder of ``staging`` into ``final_root``, each replacing the old one
+    whole (renamed aside, the new one renamed in, the old one deleted): no folder ever mixes two runs."""
     for folder in sorted(staging.glob("*/*")):
         if not folder.is_dir():
             continue
-        final = final_root / folder.parent.name / (name or folder.name)
+        final = final_root / folder.parent.name / folder.name
         final.parent.mkdir(parents=True, exist_ok=True)
         old = final.with_name(f".old-{final.name}-{os.getpid()}")
         if final.exists():
@@ -246,6 +245,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", choices=SCALES, help="default: gpu where CUDA is available, else cpu")
     parser.add_argument("--notebooks", default="", help="comma-separated names (default: all)")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--params",
+        default="",
+        metavar="'KEY=VALUE ...'",
+        help="several parameters in one string (make's PARAMS)",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not stream notebook output")
     parser.add_argument(
         "--nproc", type=int, help=f"training processes on this node, under torchrun (sets {NPROC_ENV})"
@@ -267,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.store:
         os.environ[SCALE_ENV] = "smoke"  # the kernels inherit it: the notebooks' scale "auto" is smoke here
     try:
-        overrides = dict(parse_assignment(p) for p in args.param)
+        overrides = read_overrides([*args.param, *split_assignments(args.params)])
         scale = choose_scale(args.scale, overrides, args.store)
         if args.store and (overrides or args.scale not in (None, "smoke")):
             raise ParameterError("--store runs the notebooks with their stored (smoke) parameters only")
@@ -281,11 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.nproc is not None:
         # the notebook kernels inherit it; attnlab.training.launch reads it
         os.environ[NPROC_ENV] = str(args.nproc)
-    own = {k: v for k, v in overrides.items() if k != "scale"}
     walls: dict[str, float] = {}
     try:
         for i, (name, params) in enumerate(plan.items(), 1):
-            print(f"[{i}/{len(plan)}] {name} (scale={scale}) ...", flush=True)
+            run = run_name(name, params)
+            which = "" if run == name else f", run {run}: not the scale's defaults"
+            print(f"[{i}/{len(plan)}] {name} (scale={scale}{which}) ...", flush=True)
             source = notebooks_dir() / f"{name}.ipynb"
             start = time.perf_counter()
             cached_before = cache_state()
@@ -296,11 +302,10 @@ def main(argv: list[str] | None = None) -> int:
                 os.replace(target, source)
                 target = source
             else:
-                output = variant_name(name, own)
-                target = paths.build_dir() / "notebooks" / scale / f"{output}.ipynb"
-                run_staged(source, target, params, log_output=not args.quiet, name=output)
+                target = paths.build_dir() / "notebooks" / scale / f"{run}.ipynb"
+                run_staged(source, target, params, log_output=not args.quiet)
                 if scale != "smoke":  # kept beside the figures, so a reader sees the executed notebook
-                    kept = paths.figures_dir() / scale / "notebooks" / f"{output}.ipynb"
+                    kept = paths.figures_dir() / scale / "notebooks" / f"{run}.ipynb"
                     kept.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(target, kept)
                     strip_noise(kept)

@@ -477,7 +477,7 @@ def configure(
         preset=preset,
         model=model or preset.model,
         device=check_device(device),
-        text_sets=check_subset("text_sets", text_sets, TEXT_SETS) if text_sets else preset.text_sets,
-        tasks=check_subset("tasks", tasks, DOWNSTREAM) if tasks else preset.tasks,
+        text_sets=check_subset("text_sets", text_sets, TEXT_SETS, preset.text_sets),
+        tasks=check_subset("tasks", tasks, DOWNSTREAM, preset.tasks),
         seed=seed,
     )
