@@ -16,6 +16,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SCALE ?=
 NOTEBOOKS ?=
+# Notebook parameters for reproduce, key=value separated by spaces: PARAMS='seeds=[0,1] steps=100'.
+PARAMS ?=
 NPROC ?=
 GPU_CHECK_FLAGS ?=
 BENCH_FLAGS ?=
@@ -24,11 +26,12 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_san
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 
-.PHONY: help env lock reproduce plan bench gpu-check test test-fast lint format store-notebooks clean
+.PHONY: help env lock reproduce plan bench gpu-check site test test-fast lint format store-notebooks clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "  variables: SCALE=smoke|cpu|gpu|paper (default gpu with CUDA, else cpu), NOTEBOOKS=xsa,...,"
+	@echo "             PARAMS='seeds=[0,1] steps=100' (notebook parameters, for reproduce),"
 	@echo "             NPROC=8 (training processes per node, under torchrun)"
 	@echo "  set-up:    PYTHON=python3.11, TORCH_INDEX=auto|URL|(empty), LOCK=.ci/requirements-lock.txt|(empty)"
 
@@ -44,7 +47,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(if $(torch_index),--extra-index-url $(torch_index)) \
-		$(if $(LOCK),--constraint $(LOCK)) "torch==$(TORCH_VERSION)" -e ".[dev,hf,notebooks,corpora]"
+		$(if $(LOCK),--constraint $(LOCK)) "torch==$(TORCH_VERSION)" -e ".[dev,hf,notebooks,corpora,site]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
@@ -53,9 +56,9 @@ lock: $(STAMP) ## write .ci/requirements-lock.txt from the environment the tests
 	  echo "# constraints. torch is pinned by the Makefile (TORCH_VERSION), not here, so its CPU or CUDA build can differ."; \
 	  $(PY) -m pip freeze --exclude-editable | grep -v -e "^-e " -e "^torch=="; } > .ci/requirements-lock.txt
 
-reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS, NPROC) into build/, figures into figures/<scale>/
+reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS, PARAMS, NPROC) into build/, figures into figures/<scale>/
 	$(PY) -m attnlab.runner.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) \
-		$(if $(NPROC),--nproc $(NPROC))
+		$(if $(PARAMS),--params '$(subst ','\'',$(PARAMS))') $(if $(NPROC),--nproc $(NPROC))
 
 plan: $(STAMP) ## before a long run: every model a scale trains, its FLOPs and hours (SCALE, default gpu)
 	$(PY) -m attnlab.runner.plan --scale $(or $(SCALE),gpu) $(if $(NOTEBOOKS),--notebooks $(subst $(comma), ,$(NOTEBOOKS)))
@@ -65,6 +68,11 @@ bench: $(STAMP) ## where the time goes: trainer vs bare loop, attention kinds, c
 
 gpu-check: $(STAMP) ## on a CUDA machine: tokens/s, MFU, memory of each paper's gpu-scale training
 	$(PY) -m attnlab.tools.gpu_check $(GPU_CHECK_FLAGS)
+
+site: $(STAMP) ## the results site (claims, executed notebooks, docs, API reference) as static HTML in build/site (SCALE, default cpu)
+	$(PY) -m attnlab.tools.site --scale $(or $(SCALE),cpu) --out build/site-src
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet -f build/site-src/mkdocs.yml -d "$(CURDIR)/build/site"
+	@echo "build/site/index.html (open it, or publish the folder as it is)"
 
 test: $(STAMP) lint ## lint, unit tests, then nbval on the stored smoke-scale notebooks
 	$(PY) -m pytest -q tests
@@ -82,8 +90,10 @@ format: $(STAMP) ## apply ruff fixes and formatting
 	$(VENV)/bin/ruff check --fix lib tests notebooks
 	$(VENV)/bin/ruff format lib tests notebooks
 
+# attnlab.tools.examples stores the papers' notebooks (attnlab.runner.run --store) and the example ones, which
+# `make reproduce` leaves out (they judge no claim and write no figures)
 store-notebooks: $(STAMP) ## re-execute the notebooks at smoke scale on two threads and store their outputs (nbval checks them on one)
-	ATTNLAB_CHECK_CODE_KEYS=1 OMP_NUM_THREADS=2 $(PY) -m attnlab.runner.run --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+	ATTNLAB_CHECK_CODE_KEYS=1 OMP_NUM_THREADS=2 $(PY) -m attnlab.tools.examples --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
 
 clean: ## remove build outputs and the results cache (keeps .venv and downloaded data)
 	rm -rf build figures/smoke

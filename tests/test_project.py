@@ -35,7 +35,12 @@ def test_environment_yml_mirrors_pyproject():
     project = PYPROJECT["project"]
     extras = project["optional-dependencies"]
     wanted = _names(
-        project["dependencies"] + extras["dev"] + extras["hf"] + extras["notebooks"] + extras["corpora"]
+        project["dependencies"]
+        + extras["dev"]
+        + extras["hf"]
+        + extras["notebooks"]
+        + extras["corpora"]
+        + extras["site"]
     )
     assert env_reqs.keys() == wanted.keys()
     for name, spec in wanted.items():
@@ -45,7 +50,10 @@ def test_environment_yml_mirrors_pyproject():
 
 
 def test_every_paper_notebook_exists():
-    assert {p.stem for p in NOTEBOOK_PATHS} == set(PAPERS)
+    """One notebook per paper, and the examples (attnlab.tools.examples), nothing else."""
+    from attnlab.tools.examples import EXAMPLES
+
+    assert {p.stem for p in NOTEBOOK_PATHS} == set(PAPERS) | set(EXAMPLES)
 
 
 @pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)
@@ -105,7 +113,7 @@ def test_readme_overview_matches_the_committed_cpu_claims(monkeypatch):
 
     monkeypatch.setenv("ATTNLAB_FIGURES", str(ROOT / "figures"))
     readme = (ROOT / "README.md").read_text()
-    assert report.readme_block("cpu") in readme, "run: python -m attnlab.runner.report --scale cpu --readme"
+    assert report.readme_block("cpu") in readme, "run: .venv/bin/python -m attnlab.runner.report --readme"
     for image in re.findall(r"\]\((figures/[^)]+\.png)\)", readme):
         assert (ROOT / image).is_file(), image
 

@@ -6,6 +6,8 @@
 4. QK-speed's circuits trained batched against one by one (``papers.qk_speed.batched.benchmark``);
 5. the reduced dynamics of QK-speed Fig. 4: the authors' fixed-step RK4 against the adaptive solve.
 
+From the command line:
+
     python -m attnlab.tools.bench [--device cpu] [--quick] [--only circuits ...]
 """
 

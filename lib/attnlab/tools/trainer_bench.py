@@ -6,6 +6,8 @@
 * data: tokens/s that :func:`attnlab.training.trainer.sample_batch` delivers from memory and from
   memory-mapped shards, against the tokens/s a training step consumes.
 
+From the command line:
+
     python -m attnlab.tools.trainer_bench [--device cpu] [--steps 40]
 """
 
