@@ -212,7 +212,8 @@ def ratio_sweep(ratio: pd.DataFrame, still: float | None = None) -> plt.Figure:
         if flagged is not None and len(flagged):
             ax.scatter(flagged["ratio"], flagged[y], s=90, facecolors="none", edgecolors="black",
                        label="QK did not leave its init")  # fmt: skip
-        ax.set(xscale="log", xlabel="eta_QK / eta_OV", ylabel=label, title=f"{label} (held-out)")
+        ax.set(xscale="log", xlabel="eta_QK / eta_OV", ylabel=label,
+               title=f"{label} (held-out): mean over seeds [95 % interval]")  # fmt: skip
         ax.set_ylim(0, 1.02)
         ax.legend(fontsize=8, title="FAFO init")
     fig.tight_layout()
@@ -263,7 +264,7 @@ def variant_bars(
             legend=False,
         )
         sns.stripplot(data=per_seed, x="variant", y=col, color="black", size=3, jitter=False, ax=ax)
-        ax.set(xlabel="QK learning rate", ylabel=label, title=label)
+        ax.set(xlabel="QK learning rate", ylabel=label, title=f"{label}: seed mean [95 % interval]")
         ax.title.set_fontsize(9)
     if zero:
         title = "; ".join([t for t in (title, f"zero in every run (no panel): {', '.join(zero)}") if t])

@@ -37,8 +37,10 @@ def loss_curves(curves: pd.DataFrame) -> plt.Figure:
         # Zoom past the first tenth of training, where the loss is still falling steeply.
         late = sub[sub["step"] >= 0.1 * sub["step"].max()]["loss"]
         ax.set_ylim(late.min() - 0.02 * (late.max() - late.min()) - 0.01, late.max() + 0.01)
-        ax.set(title=size, xlabel="training step", ylabel="loss (nats / byte)")
+        ax.set(title=f"{size}: loss, mean over seeds [95 % interval]", xlabel="training step",
+               ylabel="loss (nats / byte)")  # fmt: skip
         ax.legend(fontsize=8)
+    fig.suptitle("Fig. 3 (the claims judge the final validation loss minus SA's, paired by seed)", y=1.02)
     fig.tight_layout()
     return fig
 
@@ -72,6 +74,10 @@ def layer_diagnostics(diag: pd.DataFrame) -> plt.Figure:
             ax.legend(fontsize=8)
         ax.set(title=label, xlabel="layer", ylabel=metric)
         ax.set_xticks(sorted(data["layer"].unique()))
+    fig.suptitle(
+        "Fig. 1: per-layer mean over seeds [95 % interval]; the depth claims judge each seed's slope",
+        y=1.03,
+    )
     fig.tight_layout()
     return fig
 
@@ -127,7 +133,9 @@ def sweep(frame: pd.DataFrame, axis: str, xlabel: str, log_x: bool = False, titl
     left.legend(fontsize=8)
     sns.lineplot(data=gaps, x=axis, y="gap", marker="o", errorbar=interval95, color="black", ax=right)
     right.axhline(0.0, color="grey", ls=":", lw=1)
-    right.set(xlabel=xlabel, ylabel="validation loss XSA - SA (nats / byte)")
+    right.set(xlabel=xlabel, ylabel="validation loss XSA - SA (nats / byte)",
+              title="XSA - SA, paired by seed: mean [95 % interval]")  # fmt: skip
+    left.set(title="final loss: mean over seeds [95 % interval]")
     for ax in (left, right):
         if log_x:
             ax.set_xscale("log", base=2)
