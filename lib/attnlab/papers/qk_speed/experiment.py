@@ -14,7 +14,6 @@ notebooks); where a scale departs from them (a larger learning rate with proport
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -45,6 +44,7 @@ from attnlab.runner.params import (
 )
 from attnlab.runner.plan import PlannedRun
 from attnlab.training.trainer import TrainConfig
+from attnlab.training.workers import available_cores
 
 # claims are judged after the computation: imported where used, outside the results' code keys
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class QKSpeedExperiment(PaperExperiment):
     preset: Preset
     seeds: tuple[int, ...]
     device: str
-    workers: int = 1  # processes that train the fixed-attention runs (Fig. 3) in parallel
+    workers: int = 1  # processes that train independent runs at once (Fig. 3 on the CPU; SVA, SQuAD on a CPU)
     cache: CountedCache = field(default_factory=CountedCache, compare=False)
 
     @cached_property
@@ -81,15 +81,24 @@ class QKSpeedExperiment(PaperExperiment):
         workers = self.workers if self.preset.parallel else 1
         return FixedAttentionRuns(self.preset.fixed, self.seeds[0], workers, self.cache)
 
+    @property
+    def text_workers(self) -> int:
+        """The processes that train a protocol's missing SVA or SQuAD runs at once: ``workers`` on a CPU,
+        where the preset trains in parallel (``Preset.parallel``); 1 on a GPU, which one run keeps busy."""
+        on_cpu = self.torch_device.type == "cpu"
+        return self.workers if self.preset.parallel and on_cpu else 1
+
     @cached_property
     def sva_runs(self) -> SVARuns:
         """Subject-verb agreement."""
-        return SVARuns(self.preset.sva, self.preset.sva_seeds, self.torch_device, self.cache)
+        p = self.preset
+        return SVARuns(p.sva, p.sva_seeds, self.torch_device, self.cache, self.text_workers)
 
     @cached_property
     def squad_runs(self) -> SquadRuns:
         """SQuAD."""
-        return SquadRuns(self.preset.squad, self.preset.squad_seeds, self.torch_device, self.cache)
+        p = self.preset
+        return SquadRuns(p.squad, p.squad_seeds, self.torch_device, self.cache, self.text_workers)
 
     def cache_summary(self) -> str:
         """How many of the results so far were loaded from the results cache (``CountedCache.summary``)."""
@@ -209,14 +218,6 @@ class QKSpeedExperiment(PaperExperiment):
         return paper_claims.claims(self.preset.circuits, evidence)
 
 
-def available_cores() -> int:
-    """The CPU cores this process may run on: its affinity set where the platform has one (Linux), else
-    ``os.cpu_count()`` (macOS, Windows), at least 1."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def configure(
     scale: str = "smoke",
     seeds: list[int] | tuple[int, ...] = (),
@@ -229,8 +230,10 @@ def configure(
 ) -> QKSpeedExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``seeds`` are the
     synthetic-task seeds (Figs. 2-3 and the ratio sweep; empty: the preset's); ``workers`` the processes that
-    train the (single-threaded) fixed-attention runs of Fig. 3 in parallel, 0 = one per available CPU core
-    (the circuit runs of Fig. 2 and the ratio sweep train all at once on ``device``). ``ratios``: the
+    train independent runs at once, 0 = one per available CPU core: the (single-threaded) fixed-attention
+    runs of Fig. 3, and on a CPU ``device`` a protocol's SVA and SQuAD runs, each process with an equal
+    share of the cores (the circuit runs of Fig. 2 and the ratio sweep train all at once on ``device``;
+    the smoke preset trains everything in this process). ``ratios``: the
     eta_QK / eta_OV ratios of the sweep; ``fast_ratio``: the ratio of Fig. 2's "FAFO QK x20" run (faster QK,
     above 1); ``epochs``: the row-1 and ratio-sweep budget in epochs (early stop at ``loss_stop``);
     ``sva_epochs``: the SVA classifiers' epochs (the cosine schedule stretches with them); empty or 0: the

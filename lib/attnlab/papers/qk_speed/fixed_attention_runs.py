@@ -6,8 +6,6 @@ missing ones in a pool of worker processes, into the results cache.
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -18,6 +16,7 @@ from attnlab.papers.qk_speed.circuits import train_fixed_attention
 from attnlab.papers.qk_speed.counted_cache import CountedCache
 from attnlab.papers.qk_speed.presets import FixedSetup
 from attnlab.training.cache import cached_result, result_path
+from attnlab.training.workers import run_in_workers
 
 #: What keys the fixed-attention results: the import closure of this module, which computes them
 #: (``attnlab.codekeys``; named because the worker pool looks results up without their computation).
@@ -33,8 +32,8 @@ def _train_fixed(config: dict) -> dict:
 
 
 def _store(config: dict) -> None:
-    """Worker of ``FixedAttentionRuns._prefetch``: compute one run into the results cache."""
-    torch.set_num_threads(1)
+    """Worker of ``FixedAttentionRuns._prefetch`` (one torch thread): compute one run into the results
+    cache."""
     cached_result(KIND, config, partial(_train_fixed, config), code=CODE)
 
 
@@ -71,13 +70,8 @@ class FixedAttentionRuns:
         """Compute the runs of ``configs`` that are not cached yet in ``workers`` single-threaded processes,
         so that the calls that follow load them. With one worker, or one missing run, nothing happens here."""
         missing = [cfg for cfg in configs if not result_path(KIND, cfg, code=CODE).exists()]
-        workers = min(self.workers, len(missing))
-        if workers < 2:
-            return
-        context = multiprocessing.get_context("spawn")  # no fork of a process that holds OpenMP threads
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            list(pool.map(_store, missing))
-        self.cache.prefetched.update(result_path(KIND, cfg, code=CODE) for cfg in missing)
+        if run_in_workers(_store, missing, self.workers, threads=1, desc="Fig. 3 runs"):
+            self.cache.prefetched.update(result_path(KIND, cfg, code=CODE) for cfg in missing)
 
     def fig3(self) -> pd.DataFrame:
         """Held-out loss per epoch with attention fixed at each alpha, factorised and collapsed OV, under each

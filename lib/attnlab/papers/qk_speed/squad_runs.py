@@ -10,26 +10,70 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
 from attnlab.errors import TrainingDiverged
-from attnlab.model import GPT
+from attnlab.model import GPT, GPTConfig
 from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed.counted_cache import CountedCache
 from attnlab.papers.qk_speed.presets import BASELINE, SquadSetup, fast_label
 from attnlab.papers.qk_speed.real_data import Variant, lr_scale, real_summary
 from attnlab.papers.qk_speed.text_tasks import QABatchData, encode_qa, load_squad, qa_outputs, train_qa
 from attnlab.runner.plan import PlannedRun
-from attnlab.training.cache import checkpoint_path
+from attnlab.training.cache import checkpoint_path, result_path
 from attnlab.training.trainer import TrainConfig
+from attnlab.training.workers import run_in_workers
 
-#: What keys the SQuAD models: the import closure of this module, which trains them (``attnlab.codekeys``).
+#: What keys the SQuAD models: the import closure of this module, which trains them (``attnlab.codekeys``;
+#: named because ``prefetch`` looks results up without their computation).
 CODE = (__name__,)
+KIND = "squad"
 SQUAD_PROTOCOLS = ("shared", "authors")  # faster QK at the baseline's other rates, or the authors' pairing
 _PROGRESS_STEPS = 500  # SQuAD runs at least this long show a progress bar
+
+
+def _train(
+    cfg: GPTConfig,
+    tcfg: TrainConfig,
+    train: QABatchData,
+    config: dict,
+    prompt_weight: float,
+    device: torch.device,
+    desc: str | None,
+) -> dict:
+    """Train one SQuAD model (``SquadRuns.result``), checkpointing beside its cached result; a run whose loss
+    diverges gives ``model`` None and why, in ``diverged``."""
+    try:
+        return train_qa(
+            cfg,
+            tcfg,
+            train,
+            prompt_weight=prompt_weight,
+            device=str(device),
+            desc=desc,
+            checkpoint=checkpoint_path(KIND, config, train.fingerprint(), code=CODE),
+        )
+    except TrainingDiverged as err:
+        return {"model": None, "train_loss": [math.nan], "diverged": str(err)}
+
+
+_loaded: dict[str, QABatchData] = {}  # a worker's encoded training questions, by the setup that loads them
+
+
+def _train_in_worker(job: tuple[SquadRuns, GPTConfig, TrainConfig]) -> None:
+    """One worker of ``SquadRuns.prefetch``: train the decoder ``cfg`` with ``tcfg`` into the results cache
+    (no progress bar: the pool shows one over the runs), on the questions this process encodes once."""
+    runs, cfg, tcfg = job
+    key = repr(runs.squad)
+    if key not in _loaded:
+        _loaded.clear()
+        _loaded[key] = runs.data()[0]
+    runs.result(cfg, tcfg, _loaded[key])
 
 
 @dataclass(frozen=True)
@@ -40,6 +84,7 @@ class SquadRuns:
     seeds: tuple[int, ...]
     device: torch.device
     cache: CountedCache
+    workers: int = 1  # processes that train a protocol's missing runs at once (``prefetch``; 1: none)
     # test scores of the runs evaluated so far, by run config (the baseline serves both protocols)
     scores: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, compare=False)
 
@@ -93,43 +138,66 @@ class SquadRuns:
             "tokens": seen * mean_tokens,
         }
 
+    def model_config(self, train: QABatchData, test: QABatchData) -> GPTConfig:
+        """The decoder's config: the preset's, with a context that holds the longest question of either
+        split."""
+        q = self.squad
+        width = max(train.tokens.shape[1], test.tokens.shape[1])
+        return replace(q.model, block_size=max(q.model.block_size, width))
+
+    def _config(self, cfg: GPTConfig, tcfg: TrainConfig) -> dict:
+        """A run's cache config."""
+        q = self.squad
+        return dict(
+            model=cfg.to_dict(), train=tcfg.to_dict(), prompt_weight=q.prompt_weight, device=self.device.type
+        )
+
+    def result(self, cfg: GPTConfig, tcfg: TrainConfig, train: QABatchData, label: str | None = None) -> dict:
+        """One run's result (``text_tasks.train_qa``'s: weights and per-step losses; ``model`` None, with
+        ``diverged``, where its loss diverged): the decoder ``cfg`` (``model_config``) trained with ``tcfg``
+        (``train_config``) on ``train``, or loaded from the results cache; it checkpoints beside its result
+        and resumes from there. ``label``: a progress bar's, for runs of at least ``_PROGRESS_STEPS`` steps
+        (None: none)."""
+        config = self._config(cfg, tcfg)
+        desc = label if label is not None and tcfg.steps >= _PROGRESS_STEPS else None
+        compute = partial(_train, cfg, tcfg, train, config, self.squad.prompt_weight, self.device, desc)
+        return self.cache.result(KIND, config, compute, data=train.fingerprint(), code=CODE)
+
+    def prefetch(self, protocol: str, cfg: GPTConfig, train: QABatchData) -> None:
+        """Train the runs of ``protocol`` that the results cache lacks in ``workers`` processes at once, each
+        on its share of the cores (``attnlab.training.workers``), so that ``run`` loads them; ``cfg`` is the
+        decoder's config (``model_config``). With one worker, or one missing run, nothing happens here and
+        they train one by one in ``run``."""
+        if self.workers < 2:
+            return
+        missing: dict[Path, TrainConfig] = {}  # result path -> training settings
+        for _, qk_scale in self.variants(protocol):
+            for seed in self.seeds:
+                tcfg = self.train_config(seed, qk_scale, protocol)
+                path = result_path(KIND, self._config(cfg, tcfg), train.fingerprint(), code=CODE)
+                if not path.exists():
+                    missing[path] = tcfg
+        alone = replace(self, workers=1, cache=CountedCache(), scores={})  # without our counts and scores
+        jobs = [(alone, cfg, tcfg) for tcfg in missing.values()]
+        if run_in_workers(_train_in_worker, jobs, self.workers, desc=f"SQuAD {protocol} runs"):
+            self.cache.prefetched.update(missing)
+
     def run(self, protocol: str = "shared") -> pd.DataFrame:
         """SQuAD as generative QA, baseline vs faster QK (``variants``, ``train_config``: ``protocol``
         "shared" or "authors"; the baseline is the same run in both): one row per (variant, seed, test
         question) with F1, EM, the gold answer's probability and the rollout attention mass on the answer's
-        bytes in the context."""
+        bytes in the context. The missing runs train first in ``workers`` processes (``prefetch``)."""
         q = self.squad
         train, test = self.data()
-        width = max(train.tokens.shape[1], test.tokens.shape[1])
-        cfg = replace(q.model, block_size=max(q.model.block_size, width))
+        cfg = self.model_config(train, test)
+        self.prefetch(protocol, cfg, train)
         dev = self.device
         frames = []
         for variant, qk_scale in self.variants(protocol):
             for seed in self.seeds:
                 tcfg = self.train_config(seed, qk_scale, protocol)
-                config = dict(
-                    model=cfg.to_dict(), train=tcfg.to_dict(), prompt_weight=q.prompt_weight, device=dev.type
-                )
-
-                def compute(
-                    tcfg: TrainConfig = tcfg,
-                    config: dict = config,
-                    label: str = f"SQuAD {variant} seed {seed}",
-                ) -> dict:
-                    try:
-                        return train_qa(
-                            cfg,
-                            tcfg,
-                            train,
-                            prompt_weight=q.prompt_weight,
-                            device=str(dev),
-                            desc=label if tcfg.steps >= _PROGRESS_STEPS else None,
-                            checkpoint=checkpoint_path("squad", config, train.fingerprint(), code=CODE),
-                        )
-                    except TrainingDiverged as err:
-                        return {"model": None, "train_loss": [math.nan], "diverged": str(err)}
-
-                res = self.cache.result("squad", config, compute, data=train.fingerprint(), code=CODE)
+                config = self._config(cfg, tcfg)
+                res = self.result(cfg, tcfg, train, label=f"SQuAD {variant} seed {seed}")
                 key = json.dumps(config, sort_keys=True)
                 if res["model"] is None:  # diverged: every score of the run is NaN, the claims say so
                     print(f"SQuAD {variant} seed {seed}: {res['diverged']}")

@@ -8,12 +8,15 @@ the subject head and the verb, and comprehensiveness and sufficiency.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import torch
 
 from attnlab.metrics import attention_mass, faithfulness
+from attnlab.model import GPTConfig
 from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed.counted_cache import CountedCache
 from attnlab.papers.qk_speed.presets import BASELINE, SVA_ITEMS, SVASetup, fast_label
@@ -26,12 +29,37 @@ from attnlab.papers.qk_speed.sva import (
 )
 from attnlab.papers.qk_speed.text_tasks import ClassificationData, classifier_outputs, classifier_prob_fn
 from attnlab.runner.plan import PlannedRun
-from attnlab.training.cache import checkpoint_path
+from attnlab.training.cache import checkpoint_path, result_path
+from attnlab.training.workers import run_in_workers
 
-#: What keys the SVA classifiers: the import closure of this module, which trains them (``attnlab.codekeys``).
+#: What keys the SVA classifiers: the import closure of this module, which trains them (``attnlab.codekeys``;
+#: named because ``prefetch`` looks results up without their computation).
 CODE = (__name__,)
+KIND = "sva_attention_only"
 #: The SVA training protocols: the authors' momentum SGD, and this project's Adam (``SVASetup.adam_lr``).
 SVA_PROTOCOLS = ("authors", "adam")
+
+
+def _train(
+    cfg: GPTConfig, data: ClassificationData, settings: dict[str, Any], config: dict, device: torch.device
+) -> dict:
+    """Train one SVA classifier (``SVARuns.result``), checkpointing beside its cached result."""
+    saved = checkpoint_path(KIND, config, data.fingerprint(), code=CODE)
+    return train_agreement(cfg, data, **settings, device=str(device), checkpoint=saved)
+
+
+_loaded: dict[str, ClassificationData] = {}  # a worker's agreement sentences, by the setup that loads them
+
+
+def _train_in_worker(job: tuple[SVARuns, str, float | None, int]) -> None:
+    """One worker of ``SVARuns.prefetch``: train the run (protocol, faster QK's factor, seed) into the results
+    cache, on the sentences this process loads once."""
+    runs, protocol, qk_scale, seed = job
+    key = repr(runs.sva)
+    if key not in _loaded:
+        _loaded.clear()
+        _loaded[key] = runs.data()[0]
+    runs.result(protocol, qk_scale, seed, _loaded[key])
 
 
 @dataclass(frozen=True)
@@ -42,6 +70,7 @@ class SVARuns:
     seeds: tuple[int, ...]
     device: torch.device
     cache: CountedCache
+    workers: int = 1  # processes that train a protocol's missing runs at once (``prefetch``; 1: none)
 
     def protocols(self) -> list[str]:
         """The SVA protocols run: the authors' and, unless ``adam_lr`` is None, this project's."""
@@ -63,44 +92,82 @@ class SVARuns:
         data = load_agreement(train_fraction=p.train_fraction, limit=p.limit)
         return data, held_out_subset(data, p.test_limit)
 
+    def model_config(self, data: ClassificationData) -> GPTConfig:
+        """The classifier's config for ``data``: the preset's, with its vocabulary and a context that holds
+        its longest sentence."""
+        p = self.sva
+        return replace(
+            p.model, vocab_size=len(data.vocab), block_size=max(p.model.block_size, data.tokens.shape[1])
+        )
+
+    def settings(self, protocol: str, qk_scale: float | None, seed: int) -> dict[str, Any]:
+        """The training settings of one run (``sva.train_agreement``'s keyword arguments but the device):
+        ``protocol``'s optimiser and rate, faster QK at ``qk_scale`` (None: the baseline), ``seed``."""
+        p = self.sva
+        settings: dict[str, Any] = dict(
+            epochs=p.epochs,
+            batch_size=p.batch_size,
+            lr=p.lr if protocol == "authors" else p.adam_lr,
+            momentum=p.momentum,
+            weight_decay=p.weight_decay,
+            warmup=p.warmup,
+            lr_scale=lr_scale(qk_scale),
+            seed=seed,
+        )
+        if protocol == "adam":  # the authors' runs keep their cache keys
+            settings["optimizer"] = "adam"
+        return settings
+
+    def _config(self, cfg: GPTConfig, settings: dict[str, Any]) -> dict:
+        """A run's cache config."""
+        return dict(model=cfg.to_dict(), **settings, device=self.device.type)
+
+    def result(self, protocol: str, qk_scale: float | None, seed: int, data: ClassificationData) -> dict:
+        """One run's result (``sva.train_agreement``'s: weights and per-epoch losses), trained on ``data`` or
+        loaded from the results cache; it checkpoints beside its result and resumes from there."""
+        cfg = self.model_config(data)
+        settings = self.settings(protocol, qk_scale, seed)
+        config = self._config(cfg, settings)
+        compute = partial(_train, cfg, data, settings, config, self.device)
+        return self.cache.result(KIND, config, compute, data=data.fingerprint(), code=CODE)
+
+    def prefetch(self, protocol: str, data: ClassificationData) -> None:
+        """Train the runs of ``protocol`` that the results cache lacks in ``workers`` processes at once, each
+        on its share of the cores (``attnlab.training.workers``), so that ``run`` loads them. With one worker,
+        or one missing run, nothing happens here and they train one by one in ``run``."""
+        if self.workers < 2:
+            return
+        cfg = self.model_config(data)
+        missing: dict[Path, tuple[float | None, int]] = {}  # result path -> (faster QK's factor, seed)
+        for _, qk_scale in self.variants(protocol):
+            for seed in self.seeds:
+                config = self._config(cfg, self.settings(protocol, qk_scale, seed))
+                path = result_path(KIND, config, data.fingerprint(), code=CODE)
+                if not path.exists():
+                    missing[path] = (qk_scale, seed)
+        alone = replace(self, workers=1, cache=CountedCache())  # what a worker needs, without our counts
+        jobs = [(alone, protocol, qk_scale, seed) for qk_scale, seed in missing.values()]
+        if run_in_workers(_train_in_worker, jobs, self.workers, desc=f"SVA {protocol} runs"):
+            self.cache.prefetched.update(missing)
+
     def run(self, protocol: str = "authors") -> pd.DataFrame:
         """Train (or load) every SVA run of ``protocol``: the authors' momentum SGD (``"authors"``) or Adam at
         ``SVASetup.adam_lr`` (``"adam"``, this project's protocol, everything else theirs). One row per
         (variant, seed, test sentence; ``variants``): the class probability of the true label, correctness,
         the label, the last token's attention mass on the subject head and the verb, comprehensiveness and
-        sufficiency at the top ``topk`` of the tokens by that attention."""
+        sufficiency at the top ``topk`` of the tokens by that attention. The missing runs train first in
+        ``workers`` processes (``prefetch``)."""
         p = self.sva
         if protocol not in self.protocols():
             raise ValueError(f"protocol must be one of {self.protocols()}, got {protocol!r}")
         data, test = self.data()
-        cfg = replace(
-            p.model, vocab_size=len(data.vocab), block_size=max(p.model.block_size, data.tokens.shape[1])
-        )
+        self.prefetch(protocol, data)
+        cfg = self.model_config(data)
         dev = self.device
         frames = []
         for variant, qk_scale in self.variants(protocol):
             for seed in self.seeds:
-                settings: dict[str, Any] = dict(
-                    epochs=p.epochs,
-                    batch_size=p.batch_size,
-                    lr=p.lr if protocol == "authors" else p.adam_lr,
-                    momentum=p.momentum,
-                    weight_decay=p.weight_decay,
-                    warmup=p.warmup,
-                    lr_scale=lr_scale(qk_scale),
-                    seed=seed,
-                )
-                if protocol == "adam":  # the authors' runs keep their cache keys
-                    settings["optimizer"] = "adam"
-                config = dict(model=cfg.to_dict(), **settings, device=dev.type)
-
-                def compute(settings: dict[str, Any] = settings, config: dict = config) -> dict:
-                    saved = checkpoint_path("sva_attention_only", config, data.fingerprint(), code=CODE)
-                    return train_agreement(cfg, data, **settings, device=str(dev), checkpoint=saved)
-
-                res = self.cache.result(
-                    "sva_attention_only", config, compute, data=data.fingerprint(), code=CODE
-                )
+                res = self.result(protocol, qk_scale, seed, data)
                 model = AttentionOnlyClassifier(cfg).to(dev)
                 model.load_state_dict(res["model"])
                 out = classifier_outputs(model, test)
