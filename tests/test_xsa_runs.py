@@ -109,7 +109,10 @@ def test_save_run_table_writes_runs_csv_into_the_figures_folder(folders, monkeyp
 def test_prefetch_trains_the_missing_runs_in_workers_exactly_as_this_process_would(folders, monkeypatch):
     """Runs trained by ``prefetch`` in two worker processes of one thread each are loaded from the cache and
     equal, weights and histories bit for bit, the same runs trained one by one here on one thread."""
+    from attnlab.training import workers
+
     monkeypatch.setattr(xsa_experiment, "available_cores", lambda: 2)
+    monkeypatch.setattr(workers, "available_cores", lambda: 2)  # two workers of one thread each
     exp = xsa.configure(scale="smoke", device="cpu", sizes=["2L-32d"], steps=6, workers=2)
     assert exp.workers == 2
     runs = [(exp.spec("2L-32d", kind, 0), f"{kind} s0") for kind in ("sa", "xsa")]

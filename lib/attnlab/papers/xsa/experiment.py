@@ -8,18 +8,14 @@ The notebook ``notebooks/xsa.ipynb`` calls ``configure`` with its parameters, th
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from attnlab import paths
 from attnlab.data import shards
@@ -63,6 +59,7 @@ from attnlab.training.cache import (
 )
 from attnlab.training.launch import launch, nproc_default
 from attnlab.training.trainer import TrainResult, resolve_device, validation_windows
+from attnlab.training.workers import available_cores, run_in_workers
 
 # claims are judged after the computation: imported where used, outside the results' code keys
 if TYPE_CHECKING:
@@ -96,24 +93,16 @@ def _record_threads(spec: RunSpec, device: torch.device) -> None:
     path.write_text(json.dumps(record))
 
 
-def _train_in_worker(job: tuple[RunSpec, str, str, int | None, int]) -> None:
-    """One worker of :meth:`XSAExperiment.prefetch`: train a run into the results cache with ``threads``
-    torch threads. A run that diverges is left to the notebook's own call, which raises where it is read."""
-    spec, device, label, micro_tokens, threads = job
-    torch.set_num_threads(threads)
+def _train_in_worker(job: tuple[RunSpec, str, str, int | None]) -> None:
+    """One worker of :meth:`XSAExperiment.prefetch` (``attnlab.training.workers``): train a run into the
+    results cache. A run that diverges is left to the notebook's own call, which raises where it is read."""
+    spec, device, label, micro_tokens = job
     try:
         run = launch(spec, device=device, label=label, micro_tokens=micro_tokens, progress=False)
     except TrainingDiverged:
         return
     if not run.cached:
         _record_threads(spec, resolve_device(device))
-
-
-def available_cores() -> int:
-    """The CPU cores this process may run on (its affinity set where the platform has one), at least 1."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _final_losses(run: TrainResult) -> dict[str, float]:
@@ -191,18 +180,11 @@ class XSAExperiment(PaperExperiment):
             for spec, label in specs
             if not (run_folder(spec, self.torch_device) / "result.pt").exists()
         }
-        workers = min(self.workers, len(missing))
-        if workers < 2:
-            return
-        threads = max(1, available_cores() // workers)
-        jobs = [(spec, str(self.torch_device), label, self.preset.micro_tokens, threads)
-                for spec, label in missing.values()]  # fmt: skip
-        context = multiprocessing.get_context("spawn")  # no fork of a process that holds OpenMP threads
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            done = pool.map(_train_in_worker, jobs)
-            desc = f"{len(jobs)} runs, {workers} processes x {threads} thread(s)"
-            for _ in tqdm(done, total=len(jobs), desc=desc, unit="run"):
-                pass
+        jobs = [
+            (spec, str(self.torch_device), label, self.preset.micro_tokens)
+            for spec, label in missing.values()
+        ]
+        run_in_workers(_train_in_worker, jobs, self.workers, desc="XSA runs")
 
     def training_threads(self, spec: RunSpec) -> int | None:
         """The torch thread count the run ``spec`` was trained with; None where it is not known (a run trained
