@@ -13,12 +13,13 @@ from attnlab.metrics import DTAP_EDGES, dtap_histogram
 from attnlab.papers.qk_speed import authors
 
 
-def dtap(frame: pd.DataFrame, key: str = "run") -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per run: the mean DTAP histogram over seeds (%, (5, 5), x = mass bin) and its std over seeds."""
+def dtap(frame: pd.DataFrame, key: str = "run") -> dict[str, np.ndarray]:
+    """Per run: the mean DTAP histogram over seeds (%, (5, 5), x = mass bin). Its statistic's seed interval
+    is the distinct-mass figure's (``plots.distinct_mass``), not a spread per cell."""
     out = {}
     for run, sub in frame.groupby(key, sort=False):
         hists = np.stack([dtap_histogram(s["mass"], s["true_prob"]) for _, s in sub.groupby("seed")])
-        out[run] = (hists.mean(0), hists.std(0))
+        out[run] = hists.mean(0)
     return out
 
 
@@ -48,7 +49,7 @@ def dtap_shares(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         seeds = f"seed {shares.seeds[0]}" if len(shares.seeds) == 1 else f"{len(shares.seeds)} seeds"
         rows.append({"run": run, "source": f"authors' notebook ({seeds})", **_bins(shares.top_row)})
-        rows.append({"run": run, "source": "ours", **_bins(ours[run][0][:, -1])})
+        rows.append({"run": run, "source": "ours", **_bins(ours[run][:, -1])})
     return pd.DataFrame(rows).set_index(["run", "source"])
 
 
