@@ -7,6 +7,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 import torch
+from test_loop import _interrupt_after_first_save, _Interrupted
 
 from attnlab import verified
 from attnlab.papers import qk_speed
@@ -14,7 +15,6 @@ from attnlab.papers.qk_speed import sva_runs
 from attnlab.papers.qk_speed.counted_cache import CountedCache
 from attnlab.training import workers
 from attnlab.training.cache import checkpoint_path
-from attnlab.training.loop import Checkpoint
 
 
 def _smoke(workers: int) -> qk_speed.QKSpeedExperiment:
@@ -85,10 +85,6 @@ def test_runs_trained_in_workers_equal_those_trained_here_bit_for_bit(tmp_path, 
         pd.testing.assert_frame_equal(frame, serial_frames[name], check_exact=True, obj=name)
 
 
-class _Interrupted(Exception):
-    pass
-
-
 def test_a_worker_resumes_the_checkpoint_left_beside_the_result(tmp_path, monkeypatch):
     """An SVA run interrupted here after its first epoch leaves its checkpoint beside its result; the worker
     that trains it resumes from there (a mark put into the checkpoint's loss history comes back in the
@@ -98,14 +94,7 @@ def test_a_worker_resumes_the_checkpoint_left_beside_the_result(tmp_path, monkey
     runs = _smoke(2).sva_runs
     data, _ = runs.data()
     here = replace(runs, workers=1)
-    original = Checkpoint.save
-
-    def save(self, step):
-        original(self, step)
-        monkeypatch.setattr(Checkpoint, "save", original)
-        raise _Interrupted(step)
-
-    monkeypatch.setattr(Checkpoint, "save", save)
+    _interrupt_after_first_save(monkeypatch)
     with pytest.raises(_Interrupted):
         here.result("authors", None, 0, data)
     config = runs._config(runs.model_config(data), runs.settings("authors", None, 0))

@@ -19,6 +19,19 @@ import torch
 from tqdm import tqdm
 
 J = TypeVar("J")
+T = TypeVar("T")
+
+_memo: dict[str, object] = {}  # what this worker process loaded once: the last key's value only
+
+
+def loaded_once(key: str, load: Callable[[], T]) -> T:
+    """``load()``'s value, computed once per process for ``key`` (e.g. a setup's ``repr``) and kept while the
+    jobs a worker runs share it: a worker's data, encoded once for all the runs it trains. A new key drops
+    the old value."""
+    if key not in _memo:
+        _memo.clear()
+        _memo[key] = load()
+    return _memo[key]  # type: ignore[return-value]  # stored by this function from load() for this key
 
 
 def available_cores() -> int:

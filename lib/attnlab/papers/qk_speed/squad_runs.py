@@ -27,7 +27,7 @@ from attnlab.papers.qk_speed.text_tasks import QABatchData, encode_qa, load_squa
 from attnlab.runner.plan import PlannedRun
 from attnlab.training.cache import checkpoint_path, result_path
 from attnlab.training.trainer import TrainConfig
-from attnlab.training.workers import run_in_workers
+from attnlab.training.workers import loaded_once, run_in_workers
 
 #: What keys the SQuAD models: the import closure of this module, which trains them (``attnlab.codekeys``;
 #: named because ``prefetch`` looks results up without their computation).
@@ -62,18 +62,11 @@ def _train(
         return {"model": None, "train_loss": [math.nan], "diverged": str(err)}
 
 
-_loaded: dict[str, QABatchData] = {}  # a worker's encoded training questions, by the setup that loads them
-
-
 def _train_in_worker(job: tuple[SquadRuns, GPTConfig, TrainConfig]) -> None:
     """One worker of ``SquadRuns.prefetch``: train the decoder ``cfg`` with ``tcfg`` into the results cache
     (no progress bar: the pool shows one over the runs), on the questions this process encodes once."""
     runs, cfg, tcfg = job
-    key = repr(runs.squad)
-    if key not in _loaded:
-        _loaded.clear()
-        _loaded[key] = runs.data()[0]
-    runs.result(cfg, tcfg, _loaded[key])
+    runs.result(cfg, tcfg, loaded_once(repr(runs.squad), lambda: runs.data()[0]))
 
 
 @dataclass(frozen=True)

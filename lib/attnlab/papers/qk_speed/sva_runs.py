@@ -30,7 +30,7 @@ from attnlab.papers.qk_speed.sva import (
 from attnlab.papers.qk_speed.text_tasks import ClassificationData, classifier_outputs, classifier_prob_fn
 from attnlab.runner.plan import PlannedRun
 from attnlab.training.cache import checkpoint_path, result_path
-from attnlab.training.workers import run_in_workers
+from attnlab.training.workers import loaded_once, run_in_workers
 
 #: What keys the SVA classifiers: the import closure of this module, which trains them (``attnlab.codekeys``;
 #: named because ``prefetch`` looks results up without their computation).
@@ -48,18 +48,11 @@ def _train(
     return train_agreement(cfg, data, **settings, device=str(device), checkpoint=saved)
 
 
-_loaded: dict[str, ClassificationData] = {}  # a worker's agreement sentences, by the setup that loads them
-
-
 def _train_in_worker(job: tuple[SVARuns, str, float | None, int]) -> None:
     """One worker of ``SVARuns.prefetch``: train the run (protocol, faster QK's factor, seed) into the results
     cache, on the sentences this process loads once."""
     runs, protocol, qk_scale, seed = job
-    key = repr(runs.sva)
-    if key not in _loaded:
-        _loaded.clear()
-        _loaded[key] = runs.data()[0]
-    runs.result(protocol, qk_scale, seed, _loaded[key])
+    runs.result(protocol, qk_scale, seed, loaded_once(repr(runs.sva), lambda: runs.data()[0]))
 
 
 @dataclass(frozen=True)
