@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnlab.runner.stats import Estimate
 from attnlab.runner.verdicts import VERDICTS, Verdict
 
 #: The columns of every claims table, in order (``docs/verdicts.md`` says what each means).
@@ -66,6 +67,17 @@ def signed(value: float, decimals: int) -> str:
     """``value`` with an explicit sign, except when it rounds to zero ("0.0", never "+0.0" or "-0.0")."""
     text = f"{value:+.{decimals}f}"
     return text[1:] if float(text) == 0 else text
+
+
+def interval(value: Verdict | Estimate, digits: int = 4) -> str:
+    """``mean [low, high]`` (the 95% interval) of a verdict's or estimate's evidence; the mean alone where
+    there is no interval (one unit), "n/a" where there is no mean."""
+    mean = value.estimate if isinstance(value, Verdict) else value.mean
+    if not math.isfinite(mean):
+        return "n/a"
+    if not (math.isfinite(value.low) and math.isfinite(value.high)):
+        return signed(mean, digits)
+    return f"{signed(mean, digits)} [{value.low:+.{digits}f}, {value.high:+.{digits}f}]"
 
 
 def claims_frame(claims: list[Claim]) -> pd.DataFrame:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from attnlab.papers.xsa.presets import PAPER_TABLE2_AVG
+from attnlab.papers.xsa.pretrained import COLUMNS as PRETRAINED_COLUMNS
 from attnlab.papers.xsa.zero_shot import (
     BASELINES,
     CLAIM_SCORINGS,
@@ -24,8 +25,9 @@ from attnlab.papers.xsa.zero_shot import (
     baseline_label,
     best_baseline,
 )
-from attnlab.runner.claims import Claim, signed
-from attnlab.runner.stats import Estimate, estimate
+from attnlab.runner.claims import Claim, interval, signed
+from attnlab.runner.claims import interval as _ci
+from attnlab.runner.stats import estimate
 from attnlab.runner.verdicts import (
     DOES_NOT_HOLD,
     GATE,
@@ -98,13 +100,15 @@ class Evidence:
     sink_sweep: pd.DataFrame  # Fig. 6 (``sink_sweep``)
     sink_attention: pd.DataFrame  # Fig. 6, measured (``sink_attention``)
     zero_shot: pd.DataFrame  # Table 2 (``zero_shot``)
+    # Fig. 1 on pretrained models: name -> {"description", "table", ...} (``pretrained.measure_models``)
+    pretrained: Mapping[str, Mapping] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "lr_grids":
+            if f.name in ("lr_grids", "pretrained"):
                 if not isinstance(value, Mapping):
-                    raise ValueError(f"Evidence.lr_grids must map size names to grids; got {type(value)}")
+                    raise ValueError(f"Evidence.{f.name} must be a mapping by name; got {type(value)}")
                 continue
             if not isinstance(value, pd.DataFrame):
                 raise ValueError(f"Evidence.{f.name} must be a DataFrame; got {type(value).__name__}")
@@ -309,7 +313,7 @@ def claims(exp: XSAExperiment, evidence: Evidence) -> list[Claim]:
     """Every claim of the paper, with a verdict computed from this run's measurements (``evidence``): the
     learning-rate grids (Fig. 4), loss curves (Fig. 3, its gap over training and XSA's controls), layer
     diagnostics (Fig. 1), block costs (Fig. 2), the sequence-length and sink sweeps with the sinks' attention
-    mass (Figs. 5-6) and zero-shot accuracies (Table 2) of ``exp``."""
+    mass (Figs. 5-6), zero-shot accuracies (Table 2) of ``exp``, and Fig. 1 on each pretrained model."""
     e = evidence
     return [
         *_claims_fig1(e.layer_diagnostics, exp.sizes[-1]),
@@ -321,6 +325,11 @@ def claims(exp: XSAExperiment, evidence: Evidence) -> list[Claim]:
         *_claims_fig5(e.seq_len_sweep),
         *_claims_fig6(e.sink_sweep, e.sink_attention),
         *_claims_table2(e.zero_shot),
+        *[
+            row
+            for result in e.pretrained.values()
+            for row in pretrained_claims(result["table"], result["description"])
+        ],
     ]
 
 
@@ -677,17 +686,6 @@ def _claims_table2_scoring(zero_shot: pd.DataFrame, scoring: str) -> list[Claim]
     return claims
 
 
-def _ci(value: Verdict | Estimate, digits: int = 4) -> str:
-    """``mean [low, high]`` (the 95% interval) of a verdict's or estimate's evidence; the mean alone where
-    there is no interval."""
-    mean = value.estimate if isinstance(value, Verdict) else value.mean
-    if not math.isfinite(mean):
-        return "n/a"
-    if not (math.isfinite(value.low) and math.isfinite(value.high)):
-        return signed(mean, digits)
-    return f"{signed(mean, digits)} [{value.low:+.{digits}f}, {value.high:+.{digits}f}]"
-
-
 def _ratio(ratios: pd.Series) -> str:
     """The mean of XSA/SA ratios with its 95% interval over the configurations (the mean alone for one)."""
     if not len(ratios):
@@ -705,3 +703,74 @@ def _join(values: Sequence[float], digits: int = 2) -> str:
 def _power_of_ten_above(x: float) -> float:
     """The smallest power of ten above ``x``: a bound that does not change with rounding noise."""
     return 10.0 ** math.floor(math.log10(max(x, 1e-30)) + 1)
+
+
+# Fig. 1 on pretrained models (attnlab.papers.xsa.pretrained) ------------------------------------------
+
+
+def _per_window(table: pd.DataFrame, column: str) -> dict[Hashable, list[float]]:
+    """``{window: [value of layer 0, 1, ...]}``."""
+    wide = table.pivot(index="window", columns="layer", values=column)
+    return {w: row.tolist() for w, row in wide.iterrows()}
+
+
+def verdict_above_baseline(table: pd.DataFrame, column: str, baseline: str) -> Verdict:
+    """The claim "``column`` exceeds ``baseline``": per window, the mean over layers of column - baseline,
+    :func:`~attnlab.runner.verdicts.mean_rule` above 0 over the windows."""
+    margin = (table[column] - table[baseline]).groupby(table["window"]).mean()
+    return mean_rule(margin.tolist(), "above")
+
+
+def verdict_rises_with_depth(table: pd.DataFrame, column: str) -> Verdict:
+    """The claim "``column`` grows with depth": per window, the least-squares slope against relative depth,
+    :func:`~attnlab.runner.verdicts.slope_rule` above 0 over the windows (evidence: the mean slope, the
+    change from the first layer to the last)."""
+    depth = table.drop_duplicates("layer").sort_values("layer")["depth"].to_numpy()
+    return slope_rule(depth, _per_window(table, column), "above")
+
+
+def _layers_text(means: Sequence[float]) -> str:
+    values = np.asarray(means, float)
+    return f"first layer {values[0]:.2f}, middle {values[len(values) // 2]:.2f}, last {values[-1]:.2f}"
+
+
+def pretrained_claims(table: pd.DataFrame, model: str) -> list[Claim]:
+    """The Fig. 1 rows for one pretrained model (``model``: its description, as ``attnlab.hf.PRETRAINED``
+    words it), from its :func:`attnlab.papers.xsa.pretrained.layer_table`."""
+    by_layer = table.groupby("layer")[list(PRETRAINED_COLUMNS)].mean()
+    n_layers, n_windows = len(by_layer), table["window"].nunique()
+    where = f"[{model}; {n_layers} layers, {n_windows} windows]"
+    rows = []
+    for baseline, words in (("cos_uniform", "uniform mixing"), ("cos_far", "a token half a window back")):
+        verdict = verdict_above_baseline(table, "cos_yv", baseline)
+        rows.append(Claim(
+            "Fig. 1 (pretrained)",
+            f"SA output is aligned with the token's own value beyond {words}",
+            "cos(y_i, v_i) ~0.2-0.6 across layers (their 1.3B model)",
+            f"{where} cos(y_i, v_i): {_layers_text(by_layer['cos_yv'])}; {words}: "
+            f"{_layers_text(by_layer[baseline])}; margin (mean over layers) {interval(verdict, 3)} over "
+            "windows",
+            verdict,
+        ))  # fmt: skip
+    depth = verdict_rises_with_depth(table, "cos_yv")
+    rows.append(Claim(
+        "Fig. 1 (pretrained)", "the similarity bias grows with depth",
+        "cos(y_i, v_i) ~0.2 (first layers) -> ~0.6 (layer 23)",
+        f"{where} slope of cos(y_i, v_i) against relative depth (first layer 0, last 1) "
+        f"{interval(depth, 3)} over windows",
+        depth,
+    ))  # fmt: skip
+    high = verdict_above_baseline(table, "a_ii", "a_ii_uniform")
+    rows.append(Claim(
+        "Fig. 1 (pretrained)", "diagonal attention a_ii is relatively high", "high a_ii (no number given)",
+        f"{where} a_ii: {_layers_text(by_layer['a_ii'])}; uniform causal attention "
+        f"{by_layer['a_ii_uniform'].mean():.3f}; mean margin {interval(high, 3)} over windows",
+        high,
+    ))  # fmt: skip
+    rising = verdict_rises_with_depth(table, "a_ii")
+    rows.append(Claim(
+        "Fig. 1 (pretrained)", "a_ii grows with depth", "rising with depth (no number given)",
+        f"{where} slope of a_ii against relative depth {interval(rising, 3)} over windows",
+        rising,
+    ))  # fmt: skip
+    return rows

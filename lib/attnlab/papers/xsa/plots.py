@@ -239,3 +239,41 @@ def sink_attention(sink_mass: pd.DataFrame) -> plt.Figure:
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def pretrained_similarity(results: Mapping[str, Mapping]) -> plt.Figure:
+    """Fig. 1 on pretrained models (``attnlab.papers.xsa.pretrained.measure_models``). Left: cos(y_i, v_i)
+    per layer against relative depth, one colour per model, beside uniform mixing's cos(ybar_i, v_i)
+    (dashed), mean over windows with its 95 % interval. Right, the scale view: per model, the margin of
+    cos(y_i, v_i) over each baseline (mean over layers, then over windows, 95 % interval) against the
+    parameter count; the claims judge these margins (above 0) and each window's slope against depth."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.2))
+    palette = sns.color_palette("colorblind", len(results))
+    order = sorted(results, key=lambda name: results[name]["parameters"])
+    for colour, name in zip(palette, order, strict=True):
+        table = results[name]["table"]
+        label = f"{name} ({results[name]['parameters'] / 1e6:.3g}M parameters)"
+        for column, style_ in (("cos_yv", "-"), ("cos_uniform", "--")):
+            sns.lineplot(
+                data=table, x="depth", y=column, errorbar=interval95, color=colour, ls=style_, ax=left,
+                label=label if column == "cos_yv" else None, marker="o" if column == "cos_yv" else None,
+            )  # fmt: skip
+        for offset, (baseline, marker) in enumerate((("cos_uniform", "o"), ("cos_far", "s"))):
+            margin = (table["cos_yv"] - table[baseline]).groupby(table["window"]).mean()
+            est = mean_interval(margin.tolist())
+            x = results[name]["parameters"] * (1.06 if offset else 1 / 1.06)  # side by side on a log axis
+            right.errorbar(x, est.mean, yerr=[[est.mean - est.low], [est.high - est.mean]], fmt=marker,
+                           color=colour, capsize=3)  # fmt: skip
+    right.axhline(0.0, color="grey", lw=1)
+    right.plot([], [], "o", color="grey", label="over uniform mixing")
+    right.plot([], [], "s", color="grey", label="over a token half a window back")
+    left.plot([], [], "--", color="grey", label="uniform mixing (dashed)")
+    left.set(xlabel="relative depth (first layer 0, last 1)", ylabel="cos(y_i, v_i)",
+             title="similarity bias by depth, per model")  # fmt: skip
+    left.legend(fontsize=7)
+    right.set(xscale="log", xlabel="parameters (with embeddings)", ylabel="cos(y_i, v_i) - baseline",
+              title="margin over each baseline, by model size")  # fmt: skip
+    right.legend(fontsize=8)
+    fig.suptitle("Fig. 1 on pretrained models: mean over text windows [95 % interval]", y=1.02)
+    fig.tight_layout()
+    return fig

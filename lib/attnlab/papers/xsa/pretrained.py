@@ -1,0 +1,167 @@
+"""XSA's motivating observation (arXiv 2603.09078, Fig. 1, docs/papers/xsa.md "Fig. 1") on pretrained causal
+LMs: is a standard-attention head's output y_i = sum_{j<=i} a_ij v_j aligned with the token's own value v_i,
+more than two baselines say it would be, and does that grow with depth?
+
+The paper shows cos(y_i, v_i) of its own 1.3B model only. Here the same quantity is read from the forward pass
+of each pinned pretrained model (``attnlab.reuse.capture_heads``: the pattern and value heads of the model's
+own attention), per text window and layer, averaged over heads and positions, beside:
+
+- **uniform mixing**: cos(ybar_i, v_i) with ybar_i = (1 / (i + 1)) sum_{j<=i} v_j, the output attention
+  with no preference would give: it is positive whenever the values are similar to each other, and it
+  contains v_i with weight 1 / (i + 1);
+- **a token far back**: cos(y_i, v_{i-T/2}) (half a window of T tokens back), the alignment of the output
+  with an unrelated earlier value: what "aligned with a value" means without the token's own;
+- for the diagonal weight a_ii, uniform causal attention's 1 / (i + 1).
+
+The units of every interval are the text windows (one fixed model; its seed is not a unit here). Depth is
+relative (layer / (layers - 1)), so that slopes compare across models of 18 to 30 layers.
+
+Models and their caveats (``attnlab.hf.PRETRAINED``): all are Q4_K_M or Q4_1 GGUF weights dequantised to
+float32; SmolLM2 and both Qwen2.5-Coder models are instruct models, Gemma-3-270M is a base model. Rotary
+position embeddings, query/key norms (Gemma 3) and biases (Qwen2) act on the queries and keys only, so they
+change the pattern a_ij but not the vectors compared (y_i, v_i); Gemma 3's sliding-window layers (512 tokens)
+see the whole of a 128-token window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from attnlab.data.corpora import load_corpus
+from attnlab.hf import PRETRAINED, TextModel
+from attnlab.metrics import per_query_head, similarity_bias
+from attnlab.reuse import capture_heads, text_model, tiny_llama
+from attnlab.training.cache import cached_result
+
+#: The smoke-scale stand-in (``attnlab.reuse.tiny_llama``): random weights, nothing to download.
+TINY = "tiny-llama"
+
+
+@dataclass(frozen=True)
+class Models:
+    """What a scale measures: the models, and how many Brown windows of how many tokens each."""
+
+    models: tuple[str, ...]
+    windows: int
+    length: int
+
+
+#: Per scale. From cpu on: every pinned causal LM, 135M to 1.5B parameters; smoke: the random stand-in,
+#: nothing downloaded.
+_PINNED = ("smollm2", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+PRESETS = {
+    "smoke": Models(("tiny-llama",), windows=3, length=32),
+    "cpu": Models(_PINNED, windows=16, length=128),
+    "gpu": Models(_PINNED, windows=64, length=256),
+    "paper": Models(_PINNED, windows=64, length=256),
+}
+
+#: The per-(window, layer) columns of :func:`layer_table`.
+COLUMNS = {
+    "cos_yv": "mean cos(y_i, v_i), i >= 1 (XSA Fig. 1)",
+    "cos_uniform": "mean cos(ybar_i, v_i) of uniform causal mixing, i >= 1",
+    "cos_far": "mean cos(y_i, v_(i-T/2)), i >= T/2: the value of a token half a window back",
+    "a_ii": "mean diagonal attention a_ii, i >= 1",
+    "a_ii_uniform": "a_ii of uniform causal attention, mean of 1 / (i + 1)",
+}
+
+
+def head_baselines(heads: Mapping[str, torch.Tensor], far: int) -> dict[str, torch.Tensor]:
+    """The :data:`COLUMNS` of one layer, one value per (sequence, head), (B, H), from the intermediates of
+    ``attnlab.reuse.capture_heads`` (``pattern`` (B, H, T, T), ``v`` (B, H_kv, T, d), ``y`` (B, H, T, d)).
+    Position 0 is left out (y_0 = v_0 whatever the model learned); the far-back baseline reads ``far`` tokens
+    back (0 < far < T)."""
+    y = heads["y"].float()
+    B, H, T, _ = y.shape
+    if not 0 < far < T:
+        raise ValueError(f"the far-back baseline needs 0 < far < T; got far={far}, T={T}")
+    v = per_query_head(heads["v"], H).float()  # (B, H, T, d)
+    bias = similarity_bias({"pattern": heads["pattern"], "v": heads["v"], "y": y, "z": y})
+    counts = torch.arange(1, T + 1, device=y.device, dtype=y.dtype)[:, None]  # (T, 1)
+    ybar = v.cumsum(-2) / counts  # (B, H, T, d): uniform causal mixing
+    return {
+        "cos_yv": bias["cos_yv"],
+        "cos_uniform": F.cosine_similarity(ybar, v, dim=-1)[..., 1:].mean(-1),
+        "cos_far": F.cosine_similarity(y[..., far:, :], v[..., :-far, :], dim=-1).mean(-1),
+        "a_ii": bias["a_ii"],
+        "a_ii_uniform": bias["a_ii_uniform"],
+    }
+
+
+@torch.no_grad()
+def layer_table(lm: TextModel, windows: torch.Tensor, batch_size: int = 4) -> pd.DataFrame:
+    """:func:`head_baselines` of every layer of ``lm`` over the text ``windows`` (N, T), the far-back
+    baseline T // 2 tokens back, averaged over heads: one row per (window, layer), columns window, layer,
+    depth (layer / (layers - 1)) and :data:`COLUMNS`."""
+    if windows.ndim != 2 or windows.shape[1] < 4:
+        raise ValueError(f"windows must be (N, T) with T >= 4; got {tuple(windows.shape)}")
+    far = windows.shape[1] // 2
+    rows = []
+    for start in tqdm(range(0, len(windows), batch_size), desc=f"Fig. 1 on {lm.name or 'the model'}"):
+        batch = windows[start : start + batch_size].to(lm.device)
+        for layer, heads in capture_heads(lm.model, batch).items():
+            means = {k: t.mean(-1).cpu().numpy() for k, t in head_baselines(heads, far).items()}  # (B,) each
+            rows += [{"window": start + b, "layer": layer, **{k: float(m[b]) for k, m in means.items()}}
+                     for b in range(len(batch))]  # fmt: skip
+    frame = pd.DataFrame(rows)
+    frame.insert(2, "depth", frame["layer"] / max(frame["layer"].max(), 1))
+    return frame.sort_values(["window", "layer"], ignore_index=True)
+
+
+def text_windows(lm: TextModel, count: int, length: int, seed: int) -> torch.Tensor:
+    """``count`` windows of ``length`` tokens (count, length) of the Brown corpus's held-out documents in
+    ``lm``'s tokens, at distinct offsets drawn with ``seed``."""
+    ids = lm.encode("\n\n".join(load_corpus("brown")["validation"]["text"]))
+    slots = len(ids) // length
+    if slots < count:
+        raise ValueError(f"the Brown held-out text has {slots} windows of {length} tokens, {count} asked")
+    starts = np.sort(np.random.default_rng(seed).choice(slots, size=count, replace=False)) * length
+    return torch.tensor([ids[s : s + length] for s in starts], dtype=torch.long)
+
+
+def describe(name: str) -> str:
+    """A pinned model's registry description (package, precision, base or instruct); the stand-in's own."""
+    if name == TINY:
+        return "tiny random Llama (2 layers, random weights: the smoke-scale stand-in)"
+    return PRETRAINED[name].description if name in PRETRAINED else name
+
+
+def measure_models(
+    models: Sequence[str], windows: int, length: int, seed: int = 0, device: str = "cpu"
+) -> dict[str, dict]:
+    """:func:`layer_table` of each model in ``models`` (pinned names of ``attnlab.hf.PRETRAINED``, or
+    :data:`TINY`) over ``windows`` Brown windows of ``length`` tokens, each cached (a re-run loads no model).
+    Returns ``{name: {"description", "parameters", "layers", "table"}}``."""
+    out = {}
+    for name in models:
+
+        def compute(name: str = name) -> dict:
+            lm = tiny_llama(seed) if name == TINY else text_model(model=name, device=device)
+            table = layer_table(lm, text_windows(lm, windows, length, seed))
+            parameters = sum(p.numel() for p in lm.model.parameters())
+            return {"parameters": parameters, "table": table.to_dict("list")}
+
+        key = {"model": name, "windows": windows, "length": length, "seed": seed, "device": device}
+        result, _ = cached_result("xsa_pretrained", key, compute)
+        table = pd.DataFrame(result["table"])
+        out[name] = {"description": describe(name), "parameters": int(result["parameters"]),
+                     "layers": int(table["layer"].nunique()), "table": table}  # fmt: skip
+    return out
+
+
+def summary(results: Mapping[str, Mapping]) -> pd.DataFrame:
+    """One row per model of :func:`measure_models`' results, smallest first: its parameters (millions,
+    with embeddings), layers, and the mean over windows and layers of each of :data:`COLUMNS`."""
+    rows = [
+        {"model": name, "parameters (M)": r["parameters"] / 1e6, "layers": r["layers"],
+         **r["table"][list(COLUMNS)].mean().to_dict()}
+        for name, r in sorted(results.items(), key=lambda item: item[1]["parameters"])
+    ]  # fmt: skip
+    return pd.DataFrame(rows).set_index("model")

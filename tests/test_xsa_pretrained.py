@@ -1,0 +1,93 @@
+"""XSA Fig. 1 on pretrained models (attnlab.papers.xsa.pretrained): the baselines against naive loops, the
+table against the reuse module's own similarity bias, and the claims on hand-built tables."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnlab import reuse
+from attnlab.papers.xsa import claims as xsa_claims
+from attnlab.papers.xsa.pretrained import COLUMNS, head_baselines, layer_table
+from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS
+
+
+def _heads(B=2, H=4, H_kv=2, T=12, d=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(B, H, T, T, generator=g).masked_fill(
+        ~torch.ones(T, T, dtype=torch.bool).tril(), -1e9
+    )
+    pattern = scores.softmax(-1)
+    v = torch.randn(B, H_kv, T, d, generator=g)
+    y = pattern @ v.repeat_interleave(H // H_kv, dim=1)
+    return {"pattern": pattern, "v": v, "y": y}
+
+
+def test_baselines_match_a_naive_loop():
+    heads, far = _heads(), 5
+    got = head_baselines(heads, far)
+    B, H, T, _ = heads["y"].shape
+    v = heads["v"].repeat_interleave(2, dim=1)
+    for b in range(B):
+        for h in range(H):
+            yv = [F.cosine_similarity(heads["y"][b, h, i], v[b, h, i], dim=0) for i in range(1, T)]
+            uni = [F.cosine_similarity(v[b, h, : i + 1].mean(0), v[b, h, i], dim=0) for i in range(1, T)]
+            back = [F.cosine_similarity(heads["y"][b, h, i], v[b, h, i - far], dim=0) for i in range(far, T)]
+            assert got["cos_yv"][b, h] == pytest.approx(float(torch.stack(yv).mean()), abs=1e-6)
+            assert got["cos_uniform"][b, h] == pytest.approx(float(torch.stack(uni).mean()), abs=1e-6)
+            assert got["cos_far"][b, h] == pytest.approx(float(torch.stack(back).mean()), abs=1e-6)
+            diag = heads["pattern"][b, h].diagonal()[1:].mean()
+            assert got["a_ii"][b, h] == pytest.approx(float(diag), abs=1e-6)
+    assert float(got["a_ii_uniform"][0, 0]) == pytest.approx(np.mean([1 / (i + 1) for i in range(1, T)]))
+
+
+def test_a_head_that_attends_to_itself_is_fully_aligned():
+    heads = _heads(T=10)
+    heads["pattern"] = torch.eye(10).expand_as(heads["pattern"]).clone()
+    heads["y"] = heads["v"].repeat_interleave(2, dim=1)
+    got = head_baselines(heads, far=3)
+    assert torch.allclose(got["cos_yv"], torch.ones_like(got["cos_yv"]))
+    assert torch.allclose(got["a_ii"], torch.ones_like(got["a_ii"]))
+    assert (got["cos_uniform"] < 0.9).all()  # uniform mixing dilutes the own value
+    with pytest.raises(ValueError, match="far"):
+        head_baselines(heads, far=10)
+
+
+def test_the_table_agrees_with_the_reuse_module():
+    lm = reuse.tiny_llama(seed=1)
+    windows = torch.randint(0, 256, (3, 20), generator=torch.Generator().manual_seed(0))
+    table = layer_table(lm, windows, batch_size=2)
+    assert len(table) == 3 * 2 and set(COLUMNS) <= set(table.columns)
+    assert list(table["depth"].unique()) == [0.0, 1.0]
+    reference = reuse.forward_measures(lm.model, windows).set_index("layer")
+    mean = table.groupby("layer")[["cos_yv", "a_ii"]].mean()
+    assert np.allclose(mean["cos_yv"], reference["cos_yv"], atol=1e-5)
+    assert np.allclose(mean["a_ii"], reference["a_ii"], atol=1e-5)
+
+
+def _table(windows=8, layers=6, rise=0.3, margin=0.1, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for w in range(windows):
+        for layer in range(layers):
+            depth = layer / (layers - 1)
+            base = 0.2 + 0.02 * rng.standard_normal()
+            noise = 0.01 * rng.standard_normal(2)
+            rows.append({
+                "window": w, "layer": layer, "depth": depth, "cos_uniform": base, "cos_far": base - 0.1,
+                "cos_yv": base + margin + rise * depth + noise[0],
+                "a_ii": 0.1 + rise * depth / 3 + noise[1], "a_ii_uniform": 0.05,
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_pretrained_claims_follow_the_evidence():
+    rows = xsa_claims.pretrained_claims(_table(), "a model")
+    assert [r.verdict.word for r in rows] == [HOLDS] * 5
+    assert all(r.ours.startswith("[a model; 6 layers, 8 windows]") for r in rows)
+    falling = xsa_claims.pretrained_claims(_table(rise=-0.3, margin=0.5), "a model")
+    assert falling[2].claim == "the similarity bias grows with depth"
+    assert falling[2].verdict.word == DOES_NOT_HOLD and falling[4].verdict.word == DOES_NOT_HOLD
+    below = xsa_claims.pretrained_claims(_table(rise=0.0, margin=-0.2), "a model")
+    assert below[0].verdict.word == DOES_NOT_HOLD  # below uniform mixing
