@@ -75,6 +75,44 @@ def test_tiny_llama_capture_reproduces_the_attention_output():
     assert model.config._attn_implementation == "eager"  # switched back
 
 
+@pytest.mark.parametrize("family", ["qwen2", "gemma3"])
+def test_capture_of_the_other_pinned_families_matches_their_eager_attention(family):
+    """Qwen2 (query/key/value biases) and Gemma 3 (q/k norms, a query scale of its own, sliding-window layers
+    narrower than the sequence here): the captured pattern is the model's own eager attention, the
+    reconstruction sum_h a^h v~^h its attention output, and the logits unchanged."""
+    import transformers
+
+    torch.manual_seed(0)
+    if family == "qwen2":
+        cfg = transformers.Qwen2Config(
+            vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64,
+        )  # fmt: skip
+        model = transformers.Qwen2ForCausalLM(cfg)
+    else:
+        cfg = transformers.Gemma3TextConfig(
+            vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+            num_key_value_heads=1, head_dim=16, max_position_embeddings=64, sliding_window=4,
+            query_pre_attn_scalar=16, layer_types=[*["sliding_attention"] * 2, "full_attention"],
+        )  # fmt: skip
+        model = transformers.Gemma3ForCausalLM(cfg)
+    model = model.eval()
+    model.set_attn_implementation("eager")
+    ids = torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        reference = model(input_ids=ids, output_attentions=True, use_cache=False)
+    seen, handles = _attention_io(model)
+    logits, records = hf.capture(model, ids)
+    for h in handles:
+        h.remove()
+    for layer, rec in records.items():
+        torch.testing.assert_close(rec["pattern"], reference.attentions[layer], rtol=0, atol=1e-6)
+    if family == "gemma3":  # the sliding window (4) masks keys more than 3 back in the first two layers
+        assert records[0]["pattern"][0, 0, 9, :6].abs().max() == 0 and records[2]["pattern"][0, 0, 9, 0] > 0
+    _check_capture(records, seen, n_heads=4)
+    torch.testing.assert_close(logits, reference.logits, rtol=0, atol=1e-6)
+
+
 def test_tiny_llama_values_match_a_hand_projection_with_grouped_heads():
     model = _tiny_llama()
     ids = torch.randint(0, 64, (1, 7), generator=torch.Generator().manual_seed(2))
