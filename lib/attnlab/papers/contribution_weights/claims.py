@@ -350,7 +350,18 @@ def claims(
     ``ContributionExperiment.claims``, whose signature is part of the results cache's code key and so is kept
     as it was."""
     evidence = Evidence(pretrained_curves=curves, downstream=downstream, sinks=sinks, own_curves=own_curves)
-    sinks = evidence.sinks
+    return [
+        *pretrained_claims(exp, evidence.sinks, evidence.pretrained_curves, evidence.downstream),
+        *_claims_faithfulness(exp, evidence.own_curves, "own GPT"),
+    ]
+
+
+def pretrained_claims(
+    exp: ContributionExperiment, sinks: Mapping[str, Any], curves: pd.DataFrame, downstream: pd.DataFrame
+) -> list[Claim]:
+    """The rows of the pretrained model ``exp.model`` alone (Fig. 1, faithfulness, downstream, sinks): the
+    claims table's, and the scale section's for each pinned model (``contribution_weights.scale``). A
+    downstream table with no task (a model given none) gives no downstream row."""
     return [
         _claim_fig1(exp, sinks["decomposition"], "first text token"),
         *(
@@ -358,10 +369,9 @@ def claims(
             if len(sinks["decomposition_bos"])
             else []
         ),
-        *_claims_faithfulness(exp, evidence.pretrained_curves, "pretrained"),
-        _claim_downstream(exp, evidence.downstream),
+        *_claims_faithfulness(exp, curves, "pretrained"),
+        *([_claim_downstream(exp, downstream)] if len(downstream) else []),
         *_claims_sinks(exp, sinks),
-        *_claims_faithfulness(exp, evidence.own_curves, "own GPT"),
     ]
 
 

@@ -1,0 +1,128 @@
+"""Contribution weights at every pinned model size (docs/papers/contribution-weights.md, "Scale"): the
+pretrained-model part of the protocol, reduced, on each offline causal LM from 135M to 1.5B parameters, so
+that each claim's verdict can be read against size.
+
+The paper measured 7-8B base models; the largest offline models are 1.5B (``attnlab.hf.PRETRAINED``: all are
+GGUF weights dequantised to float32, Gemma-3-270M is a base model, the others instruct models). Each model
+runs the notebook's own methods (``ContributionExperiment.sinks``, ``faithfulness``, ``downstream``; cached,
+so a re-run loads no model) with the scale's reduced settings: one text set (Brown), the joint ranking
+scope, a few fractions, and MMLU (the paper's own downstream task, a fixed subject-stratified sample) where
+the model is an instruct model (Gemma-3-270M base answers "D" to most MMLU questions, at chance: it gets
+none). The claims rows are those of the main table (``claims.pretrained_claims``), one set per model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from safetensors import safe_open
+
+from attnlab.hf import PRETRAINED, checkpoint
+from attnlab.papers.contribution_weights.experiment import ContributionExperiment
+from attnlab.training.cache import cached_result
+
+# claims are judged after the computation: imported where used, outside the results' code keys
+if TYPE_CHECKING:
+    from attnlab.runner.claims import Claim
+
+_PINNED = ("smollm2", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The reduced protocol of the scale section, per notebook scale."""
+
+    models: tuple[str, ...]
+    windows: int  # Brown windows per model
+    window: int  # tokens per window
+    fractions: tuple[float, ...]  # value terms zeroed per query (0, the clean pass, first)
+    layers: int  # evenly spaced layers intervened on (one at a time, then together)
+    tasks: tuple[str, ...]  # downstream tasks of every model but those in ``no_tasks``
+    no_tasks: tuple[str, ...] = field(default=("gemma3-270m",))  # models given no downstream task
+
+
+_WIDE = Scale(_PINNED, windows=64, window=128, fractions=(0.0, 0.02, 0.05, 0.2), layers=3, tasks=("mmlu",))
+PRESETS = {
+    # SmolLM2 alone (nothing large is downloaded at smoke scale), a task it answers in seconds.
+    "smoke": Scale(("smollm2",), windows=2, window=12, fractions=(0.0, 0.3), layers=1, tasks=("sva_linzen",)),
+    "cpu": Scale(_PINNED, windows=16, window=48, fractions=(0.0, 0.05, 0.2), layers=1, tasks=("mmlu",)),
+    "gpu": _WIDE,
+    "paper": _WIDE,
+}
+
+_DOWNSTREAM_COLUMNS = ["item", "measure", "mode", "fraction", "credit", "chance", "task"]
+
+
+def experiment_for(exp: ContributionExperiment, name: str, scale: Scale) -> ContributionExperiment:
+    """``exp`` on pinned model ``name`` with the reduced settings of ``scale`` (the rest of ``exp``'s preset,
+    its seed and device, unchanged)."""
+    preset = replace(
+        exp.preset, windows=scale.windows, window=scale.window, fractions=scale.fractions,
+        layers=scale.layers, scopes=("joint",),
+    )  # fmt: skip
+    tasks = () if name in scale.no_tasks else scale.tasks
+    return replace(exp, model=name, preset=preset, text_sets=("brown",), tasks=tasks)
+
+
+def parameters(name: str) -> int:
+    """The parameter count of pinned model ``name`` (embeddings included, tied ones once), read from its
+    float32 checkpoint's safetensors headers; cached, so a re-run needs no checkpoint."""
+
+    def compute() -> dict:
+        total = 0
+        for path in sorted(checkpoint(name).glob("*.safetensors")):
+            with safe_open(str(path), "pt") as f:
+                for key in f.keys():  # noqa: SIM118 (safe_open is not a mapping)
+                    shape = f.get_slice(key).get_shape()
+                    count = 1
+                    for dim in shape:
+                        count *= dim
+                    total += count
+        return {"parameters": total}
+
+    result, _ = cached_result("cw_parameters", {"model": name, "source": PRETRAINED[name].folder}, compute)
+    return int(result["parameters"])
+
+
+def measure(exp: ContributionExperiment, scale: Scale) -> dict[str, dict[str, Any]]:
+    """Each model of ``scale``: ``{name: {"experiment", "parameters", "sinks", "curves", "downstream"}}``,
+    the notebook's own results of :func:`experiment_for` (the downstream table empty for a model given no
+    task)."""
+    out = {}
+    for name in scale.models:
+        e = experiment_for(exp, name, scale)
+        downstream = e.downstream() if e.tasks else pd.DataFrame(columns=_DOWNSTREAM_COLUMNS)
+        out[name] = {"experiment": e, "parameters": parameters(name), "sinks": e.sinks(),
+                     "curves": e.faithfulness(), "downstream": downstream}  # fmt: skip
+    return out
+
+
+def claims(results: dict[str, dict[str, Any]]) -> dict[str, list[Claim]]:
+    """The pretrained-model claims rows of each model of :func:`measure` (figure "scale: <figure>"), by
+    model."""
+    from attnlab.papers.contribution_weights.claims import pretrained_claims  # judged after computing
+
+    return {
+        name: [
+            replace(row, figure=f"scale: {row.figure}")
+            for row in pretrained_claims(r["experiment"], r["sinks"], r["curves"], r["downstream"])
+        ]
+        for name, r in results.items()
+    }
+
+
+def scale_table(results: dict[str, dict[str, Any]], rows: dict[str, list[Claim]]) -> pd.DataFrame:
+    """The scale view of :func:`claims`: one row per (claim, model), smallest model first, with the model's
+    parameter count and its verdict's word, estimate, 95% interval, null and n
+    (``attnlab.runner.scale_figure`` draws it)."""
+    records = [
+        {"claim": f"{row.figure.removeprefix('scale: ')}: {row.claim}", "model": name,
+         "parameters": results[name]["parameters"], "verdict": row.verdict.word,
+         "estimate": row.verdict.estimate, "low": row.verdict.low, "high": row.verdict.high,
+         "null": row.verdict.null, "n": row.verdict.n}
+        for name, model_rows in rows.items()
+        for row in model_rows
+    ]  # fmt: skip
+    return pd.DataFrame(records).sort_values(["claim", "parameters"], kind="stable", ignore_index=True)

@@ -1,0 +1,63 @@
+"""The scale sections: contribution weights on every pinned model (papers.contribution_weights.scale) and
+the shared scale figure (runner.scale_figure)."""
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+
+from attnlab.papers import contribution_weights as cw  # noqa: E402
+from attnlab.papers.contribution_weights import scale  # noqa: E402
+from attnlab.runner.claims import Claim  # noqa: E402
+from attnlab.runner.scale_figure import scale_figure  # noqa: E402
+from attnlab.runner.verdicts import HOLDS, Verdict, not_testable  # noqa: E402
+
+
+def test_each_model_runs_the_reduced_protocol_and_the_base_model_no_task():
+    exp = cw.configure(scale="cpu")
+    s = scale.PRESETS["cpu"]
+    assert s.models == ("smollm2", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+    qwen = scale.experiment_for(exp, "qwen2.5-coder-1.5b", s)
+    assert (qwen.model, qwen.tasks, qwen.text_sets) == ("qwen2.5-coder-1.5b", ("mmlu",), ("brown",))
+    assert (qwen.preset.windows, qwen.preset.window, qwen.preset.fractions) == (16, 48, (0.0, 0.05, 0.2))
+    assert qwen.preset.scopes == ("joint",) and qwen.preset.layers == 1
+    assert qwen.preset.mmlu_per_subject == exp.preset.mmlu_per_subject == 9  # 513 questions
+    assert qwen.seed == exp.seed and qwen.device == exp.device
+    assert scale.experiment_for(exp, "gemma3-270m", s).tasks == ()  # a base model at chance on MMLU
+    assert "base" in scale.experiment_for(exp, "gemma3-270m", s).weights  # the rows say which weights
+    assert exp.model == "smollm2" and exp.preset.windows == 32  # the main experiment is left as it was
+
+
+def test_parameters_are_counted_from_the_checkpoint_headers(tmp_path, monkeypatch):
+    save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5)}, str(tmp_path / "model-1.safetensors"))
+    save_file({"c": torch.zeros(2, 2, 2)}, str(tmp_path / "model-2.safetensors"))
+    monkeypatch.setattr(scale, "checkpoint", lambda name: tmp_path)
+    monkeypatch.setattr(scale, "cached_result", lambda kind, key, compute: (compute(), False))
+    assert scale.parameters("smollm2") == 12 + 5 + 8
+
+
+def _rows(estimate: float) -> list[Claim]:
+    holds = Verdict(HOLDS, "x", estimate=estimate, low=estimate - 0.1, high=estimate + 0.1, n=10, null=0.0)
+    return [
+        Claim("scale: Fig. 1", "the claim", "paper", "ours", holds),
+        Claim("scale: sinks", "another", "paper", "ours", not_testable("at a floor", n=1, null=0.0)),
+    ]
+
+
+def test_the_scale_table_orders_models_by_size_and_the_figure_draws_every_claim():
+    results = {"big": {"parameters": 1_500_000_000}, "small": {"parameters": 135_000_000}}
+    table = scale.scale_table(results, {"big": _rows(0.5), "small": _rows(0.2)})
+    assert list(table["claim"]) == ["Fig. 1: the claim"] * 2 + ["sinks: another"] * 2
+    assert list(table["model"]) == ["small", "big", "small", "big"]
+    assert list(table["estimate"][:2]) == [0.2, 0.5] and math.isnan(table["estimate"][2])
+    fig = scale_figure(table, "test")
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 2
+    assert "no estimate: small, big" in [t.get_text() for t in visible[1].texts]
+    with pytest.raises(ValueError, match="null"):
+        scale_figure(table.drop(columns="null"), "test")
