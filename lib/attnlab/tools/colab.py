@@ -34,7 +34,7 @@ from attnlab.tools.examples import EXAMPLES
 
 #: The extras each notebook needs beyond the core package on Colab: pretrained models need ``hf``.
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "xsa": (),
+    "xsa": ("hf",),  # Fig. 1 on pretrained models
     "qk_speed": (),
     "contribution_weights": ("hf",),
     "sd_routing": ("hf",),
