@@ -71,6 +71,7 @@ def _choose_hub_mode() -> None:
 
 _choose_hub_mode()
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from transformers import (  # noqa: E402
@@ -219,6 +220,15 @@ PRETRAINED: dict[str, Pretrained] = {
         ),
     ]
 }  # fmt: skip
+
+#: The pinned causal LMs, smallest first (MPNet, the other pinned model, is an encoder).
+CAUSAL_LMS = ("smollm2", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+
+
+def describe(name: str) -> str:
+    """A pinned model's registry description (its package, precision, base or instruct); any other name as
+    given."""
+    return PRETRAINED[name].description if name in PRETRAINED else name
 
 
 def checkpoint(name: str) -> Path:
@@ -377,6 +387,18 @@ class TextModel:
         if self.tokenizer is None:
             return ByteTokenizer().encode(text).tolist()
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def text_windows(
+        self, text: str, length: int, count: int, seed: int, what: str = "the text"
+    ) -> torch.Tensor:
+        """``count`` windows of ``length`` tokens of ``text`` (count, length), at distinct offsets drawn with
+        ``seed``, in text order; ``what`` names the text in the error when it is too short."""
+        ids = self.encode(text)
+        slots = len(ids) // length
+        if slots < count:
+            raise ValueError(f"{what} has {slots} windows of {length} tokens, {count} asked")
+        starts = sorted(np.random.default_rng(seed).choice(slots, size=count, replace=False) * length)
+        return torch.tensor([ids[s : s + length] for s in starts], dtype=torch.long)
 
     def token_strings(self, ids: Sequence[int]) -> list[str]:
         """A readable string per token (for axis labels)."""

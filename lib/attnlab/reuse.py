@@ -99,7 +99,7 @@ def text_model(scale: str = "auto", model: str = "", seed: int = 0, device: str 
     name = model or "smollm2"
     hf.check_model_name(name)
     lm = hf.load_text_model(name, device=where)
-    return replace(lm, name=hf.PRETRAINED[name].description) if name in hf.PRETRAINED else lm
+    return replace(lm, name=hf.describe(name)) if name in hf.PRETRAINED else lm
 
 
 # ----------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import torch
 from attnlab.data.corpora import load_corpus
 from attnlab.data.tasks import MultipleChoice, answer_text, load_mmlu, load_task
 from attnlab.errors import ParameterError
-from attnlab.hf import PRETRAINED, TextModel, capture, check_model_name, load_text_model, value_scale
+from attnlab.hf import TextModel, capture, check_model_name, describe, load_text_model, value_scale
 from attnlab.metrics import contribution_weights
 from attnlab.papers.contribution_weights.faithfulness import (
     choice_accuracy,
@@ -107,9 +107,7 @@ class ContributionExperiment(PaperExperiment):
     @property
     def weights(self) -> str:
         """The exact weights analysed, for every claim row."""
-        if self.model in PRETRAINED:
-            return PRETRAINED[self.model].description
-        return self.model
+        return describe(self.model)
 
     def layer_sets(self, n_layers: int) -> dict[str, tuple[int, ...]]:
         """The layer sets of the faithfulness curves for a model of ``n_layers`` layers."""
@@ -126,13 +124,7 @@ class ContributionExperiment(PaperExperiment):
 
     def windows(self, lm: TextModel, name: str, length: int, count: int) -> torch.Tensor:
         """``count`` windows of ``length`` tokens (count, length), at seeded distinct offsets of the text."""
-        ids = lm.encode(self.text(name))
-        slots = len(ids) // length
-        if slots < count:
-            raise ValueError(f"text set {name!r} has {slots} windows of {length} tokens, {count} asked")
-        rng = np.random.default_rng(self.seed)
-        starts = sorted(rng.choice(slots, size=count, replace=False) * length)
-        return torch.tensor([ids[s : s + length] for s in starts], dtype=torch.long)
+        return lm.text_windows(self.text(name), length, count, self.seed, f"text set {name!r}")
 
     # Fig. 1 -----------------------------------------------------------------------------------------------
 

@@ -13,21 +13,20 @@ none). The claims rows are those of the main table (``claims.pretrained_claims``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from safetensors import safe_open
 
-from attnlab.hf import PRETRAINED, checkpoint
+from attnlab.hf import CAUSAL_LMS, PRETRAINED, checkpoint
 from attnlab.papers.contribution_weights.experiment import ContributionExperiment
 from attnlab.training.cache import cached_result
 
 # claims are judged after the computation: imported where used, outside the results' code keys
 if TYPE_CHECKING:
     from attnlab.runner.claims import Claim
-
-_PINNED = ("smollm2", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 
 
 @dataclass(frozen=True)
@@ -43,11 +42,11 @@ class Scale:
     no_tasks: tuple[str, ...] = field(default=("gemma3-270m",))  # models given no downstream task
 
 
-_WIDE = Scale(_PINNED, windows=64, window=128, fractions=(0.0, 0.02, 0.05, 0.2), layers=3, tasks=("mmlu",))
+_WIDE = Scale(CAUSAL_LMS, windows=64, window=128, fractions=(0.0, 0.02, 0.05, 0.2), layers=3, tasks=("mmlu",))
 PRESETS = {
     # SmolLM2 alone (nothing large is downloaded at smoke scale), a task it answers in seconds.
     "smoke": Scale(("smollm2",), windows=2, window=12, fractions=(0.0, 0.3), layers=1, tasks=("sva_linzen",)),
-    "cpu": Scale(_PINNED, windows=16, window=48, fractions=(0.0, 0.05, 0.2), layers=1, tasks=("mmlu",)),
+    "cpu": Scale(CAUSAL_LMS, windows=16, window=48, fractions=(0.0, 0.05, 0.2), layers=1, tasks=("mmlu",)),
     "gpu": _WIDE,
     "paper": _WIDE,
 }
@@ -74,12 +73,7 @@ def parameters(name: str) -> int:
         total = 0
         for path in sorted(checkpoint(name).glob("*.safetensors")):
             with safe_open(str(path), "pt") as f:
-                for key in f.keys():  # noqa: SIM118 (safe_open is not a mapping)
-                    shape = f.get_slice(key).get_shape()
-                    count = 1
-                    for dim in shape:
-                        count *= dim
-                    total += count
+                total += sum(math.prod(f.get_slice(key).get_shape()) for key in f.keys())
         return {"parameters": total}
 
     result, _ = cached_result("cw_parameters", {"model": name, "source": PRETRAINED[name].folder}, compute)

@@ -28,14 +28,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from attnlab.data.corpora import load_corpus
-from attnlab.hf import PRETRAINED, TextModel
+from attnlab.hf import CAUSAL_LMS, TextModel
+from attnlab.hf import describe as hf_describe
 from attnlab.metrics import per_query_head, similarity_bias
 from attnlab.reuse import capture_heads, text_model, tiny_llama
 from attnlab.training.cache import cached_result
@@ -55,12 +55,11 @@ class Models:
 
 #: Per scale. From cpu on: every pinned causal LM, 135M to 1.5B parameters; smoke: the random stand-in,
 #: nothing downloaded.
-_PINNED = ("smollm2", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 PRESETS = {
-    "smoke": Models(("tiny-llama",), windows=3, length=32),
-    "cpu": Models(_PINNED, windows=16, length=128),
-    "gpu": Models(_PINNED, windows=64, length=256),
-    "paper": Models(_PINNED, windows=64, length=256),
+    "smoke": Models((TINY,), windows=3, length=32),
+    "cpu": Models(CAUSAL_LMS, windows=16, length=128),
+    "gpu": Models(CAUSAL_LMS, windows=64, length=256),
+    "paper": Models(CAUSAL_LMS, windows=64, length=256),
 }
 
 #: The per-(window, layer) columns of :func:`layer_table`.
@@ -115,22 +114,11 @@ def layer_table(lm: TextModel, windows: torch.Tensor, batch_size: int = 4) -> pd
     return frame.sort_values(["window", "layer"], ignore_index=True)
 
 
-def text_windows(lm: TextModel, count: int, length: int, seed: int) -> torch.Tensor:
-    """``count`` windows of ``length`` tokens (count, length) of the Brown corpus's held-out documents in
-    ``lm``'s tokens, at distinct offsets drawn with ``seed``."""
-    ids = lm.encode("\n\n".join(load_corpus("brown")["validation"]["text"]))
-    slots = len(ids) // length
-    if slots < count:
-        raise ValueError(f"the Brown held-out text has {slots} windows of {length} tokens, {count} asked")
-    starts = np.sort(np.random.default_rng(seed).choice(slots, size=count, replace=False)) * length
-    return torch.tensor([ids[s : s + length] for s in starts], dtype=torch.long)
-
-
 def describe(name: str) -> str:
-    """A pinned model's registry description (package, precision, base or instruct); the stand-in's own."""
+    """A pinned model's registry description (``attnlab.hf.describe``); the stand-in's own."""
     if name == TINY:
         return "tiny random Llama (2 layers, random weights: the smoke-scale stand-in)"
-    return PRETRAINED[name].description if name in PRETRAINED else name
+    return hf_describe(name)
 
 
 def measure_models(
@@ -144,7 +132,8 @@ def measure_models(
 
         def compute(name: str = name) -> dict:
             lm = tiny_llama(seed) if name == TINY else text_model(model=name, device=device)
-            table = layer_table(lm, text_windows(lm, windows, length, seed))
+            brown = "\n\n".join(load_corpus("brown")["validation"]["text"])
+            table = layer_table(lm, lm.text_windows(brown, length, windows, seed, "the Brown held-out text"))
             parameters = sum(p.numel() for p in lm.model.parameters())
             return {"parameters": parameters, "table": table.to_dict("list")}
 
