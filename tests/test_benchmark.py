@@ -1,5 +1,7 @@
 """Block cost measurement (XSA Fig. 2)."""
 
+import os
+
 import torch
 
 from attnlab.model import GPTConfig
@@ -54,3 +56,40 @@ def test_the_circuit_benchmark_times_both_paths_and_checks_they_agree(capsys):
     printed = capsys.readouterr().out
     assert "4. QK-speed circuits, batched (on cpu)" in printed and "cpu_speedup" in printed
     assert "1. trainer" not in printed and "5. Fig. 4" not in printed
+
+
+def test_the_scale_bench_computes_afresh_in_a_temporary_cache_and_restores_it(monkeypatch, tmp_path):
+    from attnlab.papers.contribution_weights import scale
+    from attnlab.tools import bench
+
+    seen = []
+
+    class Stub:
+        def __init__(self, tasks):
+            self.tasks = tasks
+
+        @property
+        def lm(self):
+            seen.append(("load", os.environ["ATTNLAB_BUILD"]))
+
+        def faithfulness(self):
+            seen.append(("faithfulness", os.environ["ATTNLAB_BUILD"]))
+
+        def sinks(self):
+            seen.append(("sinks", os.environ["ATTNLAB_BUILD"]))
+
+        def downstream(self):
+            seen.append(("downstream", os.environ["ATTNLAB_BUILD"]))
+
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path))
+    monkeypatch.setattr(
+        scale, "experiment_for", lambda exp, name, preset: Stub(("mmlu",) if name == "a" else ())
+    )
+    times = bench.scale_protocol("a", "smoke", "cpu")
+    assert [part for part, _ in seen] == ["load", "faithfulness", "sinks", "downstream"]
+    assert len({folder for _, folder in seen}) == 1 and seen[0][1] != str(tmp_path)  # not the real cache
+    assert os.environ["ATTNLAB_BUILD"] == str(tmp_path)  # restored
+    assert set(times) == {"load", "faithfulness", "sinks", "downstream", "total"}
+    seen.clear()
+    assert "downstream" not in bench.scale_protocol("b", "smoke", "cpu")  # a model given no task
+    assert [part for part, _ in seen] == ["load", "faithfulness", "sinks"]

@@ -13,6 +13,7 @@ from attnlab.metrics import contribution_weights
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.contribution_weights.faithfulness import (
     _choice_batch,
+    _read_positions,
     choice_accuracy,
     choice_scores,
     curve_areas,
@@ -227,6 +228,15 @@ def test_single_token_choices_are_scored_from_one_pass_of_the_prompt():
                 expected.append(choice_scores(lm, [one], [setting], layers=[1, 2], batch_size=1)[key][0])
         assert np.allclose(scores[key], expected, rtol=1e-5, atol=1e-5)
     assert not np.allclose(scores[setting], scores["none", "none", 0.0], atol=1e-3)  # the mask did something
+
+
+def test_read_positions_keep_only_the_logits_the_reads_need():
+    """One read at position 4 of a 6-token sequence (an MMLU prompt: four letters read there), and a 3-token
+    choice read from position 1 of a 5-token one: P = 3, the short span padded with its own last position."""
+    reads = [[(4, [7]), (4, [8])], [(1, [5, 6, 7])]]
+    keep, firsts = _read_positions(reads, [6, 5])
+    assert firsts == [4, 1]
+    assert keep.tolist() == [[4, 5, 5], [1, 2, 3]]
 
 
 def test_mmlu_items_are_answered_by_letter(monkeypatch):

@@ -28,6 +28,9 @@ def test_each_model_runs_the_reduced_protocol_and_the_base_model_no_task():
     assert qwen.preset.scopes == ("joint",) and qwen.preset.layers == 1
     assert qwen.preset.mmlu_per_subject == exp.preset.mmlu_per_subject == 9  # 513 questions
     assert qwen.seed == exp.seed and qwen.device == exp.device
+    assert qwen.preset.dtype == "bfloat16" and exp.preset.dtype == "float32"  # the main sections: float32
+    assert qwen.weights.endswith(", run in bfloat16") and "run in" not in exp.weights
+    assert scale.experiment_for(exp, "smollm2", scale.PRESETS["smoke"]).preset.dtype == "float32"  # CI
     assert scale.experiment_for(exp, "gemma3-270m", s).tasks == ()  # a base model at chance on MMLU
     assert "base" in scale.experiment_for(exp, "gemma3-270m", s).weights  # the rows say which weights
     assert exp.model == "smollm2" and exp.preset.windows == 32  # the main experiment is left as it was

@@ -415,12 +415,12 @@ class TextModel:
     def n_layers(self) -> int:
         return len(attention_modules(self.model))
 
-    def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def logits(self, input_ids: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
         """Next-token logits (B, T, V) of ``input_ids`` (B, T), no padding mask (right padding is harmless
-        in a causal model)."""
+        in a causal model); with ``keep`` (B, P) positions, only theirs (B, P, V) (``keep_logits``)."""
         if isinstance(self.model, GPT):
-            return self.model(input_ids)[0]
-        return self.model(input_ids=input_ids, use_cache=False).logits
+            return keep_logits(self.model(input_ids)[0], keep)
+        return self.model(input_ids=input_ids, use_cache=False, **_logits_to_keep(keep)).logits
 
 
 def load_text_model(
@@ -705,10 +705,11 @@ def capture(
     attention_mask: torch.Tensor | None = None,
     layers: Sequence[int] | None = None,
     scales: Scales | None = None,
+    keep: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[int, LayerRecord]]:
-    """One forward pass of ``input_ids`` (B, T): the logits (B, T, V) and, for each layer in ``layers`` (all
-    by default), ``{"pattern": (B, H, T, T), "values": (B, H, T, D), "o_bias": (D,) or None}``, from that
-    same pass.
+    """One forward pass of ``input_ids`` (B, T): the logits (B, T, V; with ``keep`` (B, P) positions only
+    theirs, B, P, V, ``keep_logits``) and, for each layer in ``layers`` (all by default),
+    ``{"pattern": (B, H, T, T), "values": (B, H, T, D), "o_bias": (D,) or None}``, from that same pass.
 
     ``values`` are the per-head projected values v~^h_j (``projected_values``; grouped-query value heads are
     expanded to their query heads), so the layer's attention output is
@@ -724,8 +725,22 @@ def capture(
             raise ValueError("GPT takes no attention_mask")
         with _gpt_scales(model, scales):
             logits, cache = model.run_with_cache(input_ids)
-        return logits, _gpt_records(model, cache, layers)
+        return keep_logits(logits, keep), _gpt_records(model, cache, layers)
     records: dict[int, LayerRecord] = {layer: {} for layer in layers}
     with _hf_probes(model, records, scales):
-        out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        out = model(
+            input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **_logits_to_keep(keep)
+        )
     return out.logits, records
+
+
+def keep_logits(logits: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """The logits (B, T, V) at positions ``keep`` (B, P) of each sequence: (B, P, V); all of them without
+    ``keep``. A Hugging Face causal LM is given ``keep`` as ``logits_to_keep`` instead, so that its output
+    head projects only those positions (an MMLU answer needs one position of a few hundred, and Qwen's head
+    onto 151,936 tokens is a seventh of its compute)."""
+    return logits if keep is None else torch.take_along_dim(logits, keep[..., None], dim=1)
+
+
+def _logits_to_keep(keep: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    return {} if keep is None else {"logits_to_keep": keep}

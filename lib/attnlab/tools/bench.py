@@ -4,18 +4,22 @@
 2. each attention kind's training-step time relative to SA, same model and batch;
 3. contribution weights against the naive (B, H, T, T, D) tensor of weighted terms (``contribution_cost``);
 4. QK-speed's circuits trained batched against one by one (``papers.qk_speed.batched.benchmark``);
-5. the reduced dynamics of QK-speed Fig. 4: the authors' fixed-step RK4 against the adaptive solve.
+5. the reduced dynamics of QK-speed Fig. 4: the authors' fixed-step RK4 against the adaptive solve;
+6. contribution weights' scale section on a pinned model, part by part, computed afresh (a temporary results
+   cache): load, faithfulness curves, sinks, MMLU under the interventions (``scale_protocol``).
 
 From the command line:
 
-    python -m attnlab.tools.bench [--device cpu] [--quick] [--only circuits ...]
+    python -m attnlab.tools.bench [--device cpu] [--quick] [--only circuits ...] [--models gemma3-270m ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import replace
 
@@ -27,7 +31,9 @@ from attnlab.tools.benchmark import contribution_cost
 from attnlab.tools.trainer_bench import CFG, MODEL, overhead, trainer_step_times
 from attnlab.training.trainer import resolve_device
 
-SECTIONS = ("trainer", "kinds", "contribution", "circuits", "ode")
+SECTIONS = ("trainer", "kinds", "contribution", "circuits", "ode", "scale")
+#: The models of section 6 (issue targets: Gemma's protocol within 10 minutes, Qwen-1.5B's within 30).
+SCALE_MODELS = ("gemma3-270m", "qwen2.5-coder-1.5b")
 
 
 def kind_step_times(device: torch.device, steps: int) -> dict[str, float]:
@@ -68,11 +74,44 @@ def ode_solvers() -> dict[str, float]:
     return {"rk4_s": t2 - t1, "adaptive_s": t1 - t0, "max_rel_diff": diff}
 
 
+def scale_protocol(name: str, scale: str, device: str) -> dict[str, float]:
+    """Seconds of each part of contribution weights' scale section on pinned model ``name`` with the reduced
+    settings of ``scale`` (``papers.contribution_weights.scale.PRESETS``), computed afresh: the results cache
+    points at a temporary folder for the duration (the model weights are read from ``data/`` as usual)."""
+    from attnlab.papers.contribution_weights import configure
+    from attnlab.papers.contribution_weights.scale import PRESETS, experiment_for
+
+    exp = experiment_for(configure(scale=scale, device=device), name, PRESETS[scale])
+    times: dict[str, float] = {}
+    previous = os.environ.get("ATTNLAB_BUILD")
+    with tempfile.TemporaryDirectory(prefix="attnlab-bench-") as build:
+        os.environ["ATTNLAB_BUILD"] = build
+        try:
+            parts = {"load": lambda: exp.lm, "faithfulness": exp.faithfulness, "sinks": exp.sinks}
+            if exp.tasks:
+                parts["downstream"] = exp.downstream
+            for part, run in parts.items():
+                t0 = time.perf_counter()
+                run()
+                times[part] = time.perf_counter() - t0
+        finally:
+            if previous is None:
+                os.environ.pop("ATTNLAB_BUILD", None)
+            else:
+                os.environ["ATTNLAB_BUILD"] = previous
+    times["total"] = sum(times.values())
+    return times
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab.tools.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--quick", action="store_true", help="fewer steps and shorter sequences")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS, help="run only these parts")
+    parser.add_argument(
+        "--models", nargs="+", default=None,
+        help=f"section 6's pinned models (default {' '.join(SCALE_MODELS)}; --quick: smollm2, smoke)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     device = resolve_device(args.device)
     steps = 10 if args.quick else 30
@@ -112,6 +151,18 @@ def main(argv: list[str] | None = None) -> int:
             f"{1e3 * ode['adaptive_s']:.0f} ms ({ode['rk4_s'] / ode['adaptive_s']:.0f}x); end states agree "
             f"to {ode['max_rel_diff']:.1e} (relative)"
         )
+
+    if "scale" in args.only:
+        scale = "smoke" if args.quick else "cpu"
+        models = args.models or (("smollm2",) if args.quick else SCALE_MODELS)
+        print(
+            f"\n6. contribution weights' scale section at {scale} scale, computed afresh (seconds):",
+            flush=True,
+        )
+        for name in models:
+            times = scale_protocol(name, scale, args.device)
+            parts = ", ".join(f"{part} {seconds:.0f}" for part, seconds in times.items())
+            print(f"   {name:<20} {parts} ({times['total'] / 60:.1f} min)", flush=True)
     return 0
 
 

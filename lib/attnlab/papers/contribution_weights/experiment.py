@@ -106,8 +106,10 @@ class ContributionExperiment(PaperExperiment):
 
     @property
     def weights(self) -> str:
-        """The exact weights analysed, for every claim row."""
-        return describe(self.model)
+        """The exact weights analysed and, where it is not float32, the precision they ran in, for every
+        claim row."""
+        dtype = self.preset.dtype
+        return describe(self.model) + ("" if dtype == "float32" else f", run in {dtype}")
 
     def layer_sets(self, n_layers: int) -> dict[str, tuple[int, ...]]:
         """The layer sets of the faithfulness curves for a model of ``n_layers`` layers."""

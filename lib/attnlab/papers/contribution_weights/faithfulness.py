@@ -285,6 +285,21 @@ def _choice_batch(lm: TextModel, items: Sequence[MultipleChoice]) -> tuple[list[
     return seqs, reads
 
 
+def _read_positions(
+    reads: Sequence[Sequence[Read]], lengths: Sequence[int]
+) -> tuple[torch.Tensor, list[int]]:
+    """The positions (B, P) whose logits a batch's reads need (each sequence's from its first read's position
+    on, P the longest such span; a shorter span repeats its sequence's last position) and each sequence's
+    first position, from which its reads are offset."""
+    firsts = [min(at for at, _ in r) for r in reads]
+    lasts = [max(at + len(t) - 1 for at, t in r) for r in reads]
+    span = max(last - first for first, last in zip(firsts, lasts, strict=True)) + 1
+    keep = torch.tensor(
+        [[min(first + k, n - 1) for k in range(span)] for first, n in zip(firsts, lengths, strict=True)]
+    )
+    return keep, firsts
+
+
 @torch.no_grad()
 def choice_scores(
     lm: TextModel,
@@ -298,43 +313,49 @@ def choice_scores(
     """The summed log-likelihood of every (item, choice)'s tokens after its prompt, flat in item order,
     without intervention (key ("none", "none", 0.0)) and under each (measure, mode, fraction) of
     ``interventions`` in ``layers`` (default all), ranked within ``scope`` on the clean pass of the same
-    sequence. In a Hugging Face model the layers below the intervened ones are not run again: they start
-    from the clean pass's hidden states."""
+    sequence. The sequences are batched by length (little padding) and the logits computed only at the
+    positions read (``attnlab.hf.keep_logits``); in a Hugging Face model the layers below the intervened
+    ones are not run again: they start from the clean pass's hidden states."""
     seqs, reads = _choice_batch(lm, items)
     settings = [("none", "none", 0.0), *interventions]
     hf_model = decoder_layers(lm.model) is not None
     start = min(layers) if hf_model and layers else 0
-    scores: dict[tuple, list[float]] = {s: [] for s in settings}
+    by_seq: dict[tuple, list[list[float]]] = {s: [[] for _ in seqs] for s in settings}
+    order = sorted(range(len(seqs)), key=lambda k: len(seqs[k]))  # stable: ties keep item order
     for rows in tqdm(list(_batches(len(seqs), batch_size)), desc=desc, mininterval=15):
-        chunk = seqs[rows]
+        chosen_seqs = order[rows]
+        chunk = [seqs[k] for k in chosen_seqs]
         width = max(len(s) for s in chunk)
         ids = torch.zeros(len(chunk), width, dtype=torch.long)
         for b, s in enumerate(chunk):
             ids[b, : len(s)] = torch.tensor(s)  # right padding never reaches earlier positions (causal)
         ids = ids.to(lm.device)
+        keep, firsts = _read_positions([reads[k] for k in chosen_seqs], [len(s) for s in chunk])
+        keep = keep.to(lm.device)
         with contextlib.ExitStack() as stack:
             inputs = stack.enter_context(recording_layer_inputs(lm.model, [start])) if start else {}
-            logits, records = capture(lm.model, ids, layers=layers)
+            logits, records = capture(lm.model, ids, layers=layers, keep=keep)  # (B, P, V)
         for name, mode, f in settings:
             if name == "none":
                 out = logits
             else:
-                chosen = {
+                ranked = {
                     layer: term_scores(name, r["pattern"], r["values"], scope) for layer, r in records.items()
                 }
-                scale = _stacked_scale(chosen, [f], mode == "comprehensiveness", scope)
+                scale = _stacked_scale(ranked, [f], mode == "comprehensiveness", scope)
                 with contextlib.ExitStack() as stack:
                     if start:  # the layers below the intervened ones are the clean pass's
                         stack.enter_context(resume_at(lm.model, start, inputs[start]))
                     stack.enter_context(intervene(lm.model, scale))
-                    out = lm.logits(ids)
+                    out = lm.logits(ids, keep)
             logp = F.log_softmax(out.float(), dim=-1)
-            for b in range(len(chunk)):
-                for at, targets in reads[rows.start + b]:
+            for b, k in enumerate(chosen_seqs):
+                for at, targets in reads[k]:
                     target = torch.tensor(targets, device=logp.device)
+                    at = at - firsts[b]
                     picked = logp[b, at : at + len(targets)].gather(-1, target[:, None])
-                    scores[name, mode, f].append(picked.sum().item())
-    return scores
+                    by_seq[name, mode, f][k].append(picked.sum().item())
+    return {s: [x for per_seq in values for x in per_seq] for s, values in by_seq.items()}
 
 
 def choice_accuracy(
