@@ -2,6 +2,7 @@
 the shared scale figure (runner.scale_figure)."""
 
 import math
+from dataclasses import replace
 
 import matplotlib
 
@@ -15,7 +16,7 @@ from attnlab.papers import contribution_weights as cw  # noqa: E402
 from attnlab.papers.contribution_weights import scale  # noqa: E402
 from attnlab.runner.claims import Claim  # noqa: E402
 from attnlab.runner.scale_figure import scale_figure  # noqa: E402
-from attnlab.runner.verdicts import HOLDS, Verdict, not_testable  # noqa: E402
+from attnlab.runner.verdicts import HOLDS, NOT_TESTABLE, Verdict, not_testable  # noqa: E402
 
 
 def test_each_model_runs_the_reduced_protocol_and_the_base_model_no_task():
@@ -61,6 +62,12 @@ def test_the_scale_table_orders_models_by_size_and_the_figure_draws_every_claim(
     fig = scale_figure(table, "test")
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == 2
-    assert "no estimate: small, big" in [t.get_text() for t in visible[1].texts]
+    assert "not testable here: small, big" in [t.get_text() for t in visible[1].texts]
+    # a not-testable row with an estimate far off the others' (a saturated perplexity) is named, not plotted
+    far = Verdict(NOT_TESTABLE, "saturated", estimate=21071.0, low=float("nan"), high=float("nan"), n=4)
+    rows = {"big": _rows(0.5)[:1], "small": [replace(_rows(0.2)[0], verdict=far)]}
+    panel = scale_figure(scale.scale_table(results, rows), "test").axes[0]
+    assert "not testable here: small (2.11e+04)" in [t.get_text() for t in panel.texts]
+    assert panel.get_ylim()[1] < 1.0  # the scale is the plotted estimate's (0.5 [0.4, 0.6])
     with pytest.raises(ValueError, match="null"):
         scale_figure(table.drop(columns="null"), "test")

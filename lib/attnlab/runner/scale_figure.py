@@ -13,12 +13,12 @@ import pandas as pd
 
 from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE
 
-#: (marker, face colour) per verdict word; not testable is hollow.
+#: (marker, face colour) per verdict word a panel plots; a not-testable row is named at the foot of its panel
+#: instead (its estimate, where there is one, may lie far off the others' scale: a saturated perplexity).
 VERDICT_MARKERS = {
     HOLDS: ("o", "#009e73"),
     DOES_NOT_HOLD: ("X", "#d55e00"),
     INCONCLUSIVE: ("s", "#999999"),
-    NOT_TESTABLE: ("o", "none"),
 }
 
 #: The columns :func:`scale_figure` reads.
@@ -28,8 +28,8 @@ COLUMNS = ("claim", "model", "parameters", "verdict", "estimate", "low", "high",
 def scale_figure(table: pd.DataFrame, title: str, columns: int = 3) -> plt.Figure:
     """One panel per claim of ``table`` (columns :data:`COLUMNS`, one row per (claim, model)): x the
     parameter count (log), y the estimate with its 95 % interval, the marker the verdict word, the dashed
-    line the null the verdict compared against; a model whose row has no estimate (not testable here) is
-    named at the foot of its panel."""
+    line the null the verdict compared against; a model whose row is not testable here is named at the foot
+    of its panel, with its estimate where it has one, and not plotted."""
     missing = [c for c in COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"scale_figure needs the columns {missing}")
@@ -40,14 +40,14 @@ def scale_figure(table: pd.DataFrame, title: str, columns: int = 3) -> plt.Figur
         sub = table[table["claim"] == claim].sort_values("parameters")
         untestable = []
         for _, r in sub.iterrows():
+            if r["verdict"] == NOT_TESTABLE or not np.isfinite(r["estimate"]):
+                estimate = f" ({r['estimate']:.3g})" if np.isfinite(r["estimate"]) else ""
+                untestable.append(f"{r['model']}{estimate}")
+                continue
             marker, face = VERDICT_MARKERS[r["verdict"]]
-            if not np.isfinite(r["estimate"]):
-                untestable.append(str(r["model"]))
             if np.isfinite(r["low"]) and np.isfinite(r["high"]):
                 ax.plot([r["parameters"]] * 2, [r["low"], r["high"]], color="#4d4d4d", lw=1.2)
-            if np.isfinite(r["estimate"]):
-                ax.plot(r["parameters"], r["estimate"], marker=marker, ms=8, mfc=face, mec="#4d4d4d",
-                        ls="none")  # fmt: skip
+            ax.plot(r["parameters"], r["estimate"], marker=marker, ms=8, mfc=face, mec="#4d4d4d", ls="none")
         nulls = sub["null"].dropna().unique()
         if len(nulls) == 1:
             ax.axhline(float(nulls[0]), color="#4d4d4d", ls="--", lw=0.8)
@@ -55,13 +55,16 @@ def scale_figure(table: pd.DataFrame, title: str, columns: int = 3) -> plt.Figur
         ax.set_xticks(sub["parameters"].tolist(), [m for m in sub["model"]], rotation=25, fontsize=7)
         ax.minorticks_off()
         if untestable:
-            ax.text(0.02, 0.03, "no estimate: " + ", ".join(untestable), transform=ax.transAxes, fontsize=7)
+            ax.text(
+                0.02, 0.03, "not testable here: " + ", ".join(untestable), transform=ax.transAxes, fontsize=7
+            )
         ax.set_title("\n".join(textwrap.wrap(claim, 58)[:3]), fontsize=8)
     for ax in list(axes.flat)[len(claims) :]:
         ax.set_visible(False)
     for word, (marker, face) in VERDICT_MARKERS.items():
         fig.axes[0].plot([], [], marker=marker, mfc=face, mec="#4d4d4d", ls="none", label=word)
-    fig.suptitle(f"{title}: estimate [95 % interval] by model size; dashed: the null", y=1.0)
+    fig.suptitle(f"{title}: estimate [95 % interval] by model size; dashed: the null; named at the foot: "
+                 "not testable here (estimate)", y=1.0)  # fmt: skip
     fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.985), fontsize=8, ncol=4, frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.965))
     return fig
