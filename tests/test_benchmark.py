@@ -2,6 +2,7 @@
 
 import os
 
+import pytest
 import torch
 
 from attnlab.model import GPTConfig
@@ -58,7 +59,7 @@ def test_the_circuit_benchmark_times_both_paths_and_checks_they_agree(capsys):
     assert "1. trainer" not in printed and "5. Fig. 4" not in printed
 
 
-def test_the_scale_bench_computes_afresh_in_a_temporary_cache_and_restores_it(monkeypatch, tmp_path):
+def test_the_protocol_bench_computes_afresh_in_a_temporary_cache_and_restores_it(monkeypatch, tmp_path):
     from attnlab.papers.contribution_weights import scale
     from attnlab.tools import bench
 
@@ -85,11 +86,27 @@ def test_the_scale_bench_computes_afresh_in_a_temporary_cache_and_restores_it(mo
     monkeypatch.setattr(
         scale, "experiment_for", lambda exp, name, preset: Stub(("mmlu",) if name == "a" else ())
     )
-    times = bench.scale_protocol("a", "smoke", "cpu")
+    times = bench.protocol_times("a", "smoke", "cpu", full=False)
     assert [part for part, _ in seen] == ["load", "faithfulness", "sinks", "downstream"]
     assert len({folder for _, folder in seen}) == 1 and seen[0][1] != str(tmp_path)  # not the real cache
     assert os.environ["ATTNLAB_BUILD"] == str(tmp_path)  # restored
     assert set(times) == {"load", "faithfulness", "sinks", "downstream", "total"}
     seen.clear()
-    assert "downstream" not in bench.scale_protocol("b", "smoke", "cpu")  # a model given no task
+    assert "downstream" not in bench.protocol_times("b", "smoke", "cpu", full=False)  # a model given no task
     assert [part for part, _ in seen] == ["load", "faithfulness", "sinks"]
+
+
+def test_the_full_protocol_bench_runs_the_main_protocol_on_the_model(monkeypatch):
+    from attnlab.papers import contribution_weights as cw
+    from attnlab.tools import bench
+
+    chosen = {}
+
+    def configure(**kwargs):
+        chosen.update(kwargs)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(cw, "configure", configure)
+    with pytest.raises(RuntimeError, match="stop"):
+        bench.protocol_times("gemma3-270m", "cpu", "cpu", full=True)
+    assert chosen == {"scale": "cpu", "device": "cpu", "model": "gemma3-270m"}

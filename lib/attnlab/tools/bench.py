@@ -5,12 +5,14 @@
 3. contribution weights against the naive (B, H, T, T, D) tensor of weighted terms (``contribution_cost``);
 4. QK-speed's circuits trained batched against one by one (``papers.qk_speed.batched.benchmark``);
 5. the reduced dynamics of QK-speed Fig. 4: the authors' fixed-step RK4 against the adaptive solve;
-6. contribution weights' scale section on a pinned model, part by part, computed afresh (a temporary results
-   cache): load, faithfulness curves, sinks, MMLU under the interventions (``scale_protocol``).
+6. contribution weights on pinned models, part by part, computed afresh (a temporary results cache): load,
+   faithfulness curves, sinks, downstream under the interventions (``protocol_times``); Gemma-3-270M with the
+   notebook's main protocol (what ``model=gemma3-270m`` runs), Qwen-1.5B with the scale section's reduced one.
 
 From the command line:
 
-    python -m attnlab.tools.bench [--device cpu] [--quick] [--only circuits ...] [--models gemma3-270m ...]
+    python -m attnlab.tools.bench [--device cpu] [--quick] [--only circuits ...] [--full gemma3-270m ...]
+        [--reduced qwen2.5-coder-1.5b ...]
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from attnlab.tools.trainer_bench import CFG, MODEL, overhead, trainer_step_times
 from attnlab.training.trainer import resolve_device
 
 SECTIONS = ("trainer", "kinds", "contribution", "circuits", "ode", "scale")
-#: The models of section 6 (issue targets: Gemma's protocol within 10 minutes, Qwen-1.5B's within 30).
-SCALE_MODELS = ("gemma3-270m", "qwen2.5-coder-1.5b")
+#: Section 6's models: with the main protocol (``full``) and with the scale section's reduced one.
+FULL_MODELS, REDUCED_MODELS = ("gemma3-270m",), ("qwen2.5-coder-1.5b",)
 
 
 def kind_step_times(device: torch.device, steps: int) -> dict[str, float]:
@@ -74,14 +76,18 @@ def ode_solvers() -> dict[str, float]:
     return {"rk4_s": t2 - t1, "adaptive_s": t1 - t0, "max_rel_diff": diff}
 
 
-def scale_protocol(name: str, scale: str, device: str) -> dict[str, float]:
-    """Seconds of each part of contribution weights' scale section on pinned model ``name`` with the reduced
-    settings of ``scale`` (``papers.contribution_weights.scale.PRESETS``), computed afresh: the results cache
-    points at a temporary folder for the duration (the model weights are read from ``data/`` as usual)."""
+def protocol_times(name: str, scale: str, device: str, full: bool) -> dict[str, float]:
+    """Seconds of each part of contribution weights on pinned model ``name``: the notebook's main protocol
+    at ``scale`` (``full``) or the scale section's reduced one (``contribution_weights.scale.PRESETS``),
+    computed afresh: the results cache points at a temporary folder for the duration (the model weights are
+    read from ``data/`` as usual)."""
     from attnlab.papers.contribution_weights import configure
     from attnlab.papers.contribution_weights.scale import PRESETS, experiment_for
 
-    exp = experiment_for(configure(scale=scale, device=device), name, PRESETS[scale])
+    if full:
+        exp = configure(scale=scale, device=device, model=name)
+    else:
+        exp = experiment_for(configure(scale=scale, device=device), name, PRESETS[scale])
     times: dict[str, float] = {}
     previous = os.environ.get("ATTNLAB_BUILD")
     with tempfile.TemporaryDirectory(prefix="attnlab-bench-") as build:
@@ -109,8 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer steps and shorter sequences")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS, help="run only these parts")
     parser.add_argument(
-        "--models", nargs="+", default=None,
-        help=f"section 6's pinned models (default {' '.join(SCALE_MODELS)}; --quick: smollm2, smoke)",
+        "--full", nargs="*", default=None,
+        help=f"section 6's models with the main protocol (default {' '.join(FULL_MODELS)}; --quick: none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reduced", nargs="*", default=None,
+        help=f"section 6's models, reduced protocol (default {' '.join(REDUCED_MODELS)}; --quick: smollm2)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     device = resolve_device(args.device)
@@ -154,15 +164,19 @@ def main(argv: list[str] | None = None) -> int:
 
     if "scale" in args.only:
         scale = "smoke" if args.quick else "cpu"
-        models = args.models or (("smollm2",) if args.quick else SCALE_MODELS)
+        full = args.full if args.full is not None else (() if args.quick else FULL_MODELS)
+        reduced = (
+            args.reduced if args.reduced is not None else (("smollm2",) if args.quick else REDUCED_MODELS)
+        )
         print(
-            f"\n6. contribution weights' scale section at {scale} scale, computed afresh (seconds):",
+            f"\n6. contribution weights at {scale} scale on pinned models, computed afresh (seconds):",
             flush=True,
         )
-        for name in models:
-            times = scale_protocol(name, scale, args.device)
+        for name, is_full in [(n, True) for n in full] + [(n, False) for n in reduced]:
+            times = protocol_times(name, scale, args.device, is_full)
             parts = ", ".join(f"{part} {seconds:.0f}" for part, seconds in times.items())
-            print(f"   {name:<20} {parts} ({times['total'] / 60:.1f} min)", flush=True)
+            what = "main protocol" if is_full else "scale section"
+            print(f"   {name:<20} {what:<14} {parts} ({times['total'] / 60:.1f} min)", flush=True)
     return 0
 
 
