@@ -50,6 +50,7 @@ def no_execution(monkeypatch):
         (["--notebooks", "contribution_weights", "-p", "fractions=[0, 0.1]"], "fractions must be a list"),
         (["--notebooks", "contribution_weights", "-p", "layers=-1"], "layers must be"),
         (["--notebooks", "contribution_weights", "-p", "windows=1"], "windows: the intervals"),
+        (["--notebooks", "contribution_weights", "-p", "dtype=float16"], "dtype must be one of"),
         (["--scale", "cpu", "-p", "seeds"], "key=value"),
         (["--store", "-p", "seeds=[3]"], "--store runs the notebooks with their stored"),
     ],

@@ -37,6 +37,13 @@ def test_each_model_runs_the_reduced_protocol_and_the_base_model_no_task():
     assert exp.model == "smollm2" and exp.preset.windows == 32  # the main experiment is left as it was
 
 
+def test_the_main_protocol_can_run_in_bfloat16_and_says_so():
+    exp = cw.configure(scale="cpu", model="gemma3-270m", dtype="bfloat16")
+    assert exp.preset.dtype == "bfloat16" and exp.weights.endswith(", run in bfloat16")
+    assert exp.changed == {"model": "gemma3-270m", "preset.dtype": "bfloat16"}  # its own figures folder
+    assert cw.configure(scale="cpu", dtype="float32").is_default  # the preset's, given explicitly
+
+
 def test_parameters_are_counted_from_the_checkpoint_headers(tmp_path, monkeypatch):
     save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5)}, str(tmp_path / "model-1.safetensors"))
     save_file({"c": torch.zeros(2, 2, 2)}, str(tmp_path / "model-2.safetensors"))

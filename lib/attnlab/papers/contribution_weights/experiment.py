@@ -35,6 +35,7 @@ from attnlab.papers.contribution_weights.faithfulness import (
 )
 from attnlab.papers.contribution_weights.presets import (
     DOWNSTREAM,
+    DTYPES,
     PAPER,
     PRESETS,
     RANKINGS,
@@ -447,11 +448,13 @@ def configure(
     fractions: list[float] | tuple[float, ...] = (),
     layers: int = 0,
     windows: int = 0,
+    dtype: str = "",
 ) -> ContributionExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``fractions``: the
     fractions of value terms zeroed per query on the faithfulness curves (at least two, each in (0, 1); the
     clean pass, fraction 0, is always there); ``layers``: how many evenly spaced layers are intervened on (at
-    most the model's); ``windows``: text windows per text set (at least two); empty or 0: the preset's."""
+    most the model's); ``windows``: text windows per text set (at least two); ``dtype``: the pretrained
+    model's precision (:data:`DTYPES`); empty or 0: the preset's."""
     scale = check_scale(scale)
     preset = PRESETS[scale]
     if not isinstance(model, str):
@@ -461,6 +464,8 @@ def configure(
     chosen = check_numbers("fractions", fractions, (), high=1.0)
     if len(chosen) == 1:
         raise ParameterError(f"fractions: a curve needs at least two fractions; got {fractions!r}")
+    if dtype and dtype not in DTYPES:
+        raise ParameterError(f"dtype must be one of {list(DTYPES)} or empty (the preset's); got {dtype!r}")
     n_windows = check_count("windows", windows) or preset.windows
     if n_windows < 2:
         raise ParameterError(f"windows: the intervals are over windows, so at least two; got {windows!r}")
@@ -469,6 +474,7 @@ def configure(
         fractions=(0.0, *chosen) if chosen else preset.fractions,
         layers=check_count("layers", layers) or preset.layers,
         windows=n_windows,
+        dtype=dtype or preset.dtype,
     )
     return ContributionExperiment(
         scale=scale,

@@ -59,7 +59,7 @@ class OwnModel:
 @dataclass(frozen=True)
 class Preset:
     model: str  # "smollm2" (the offline artifact), a hub name in the local cache, or a folder
-    dtype: str  # float32 | bfloat16
+    dtype: str  # one of DTYPES
     window: int  # tokens per text window
     windows: int  # windows per text set
     batch_size: int  # windows per clean pass; an intervention pass holds len(fractions) times as many
@@ -90,6 +90,8 @@ def _own(n_layer: int, d_model: int, steps: int, seq: int, windows: int, window:
     return OwnModel(model, train, windows, window)
 
 
+#: The precisions a pretrained model can run in (bfloat16 is fast only on a CPU or GPU with bfloat16 units).
+DTYPES = ("float32", "bfloat16")
 FRACTIONS = (0.0, 0.02, 0.05, 0.1, 0.2)
 _PAPER_TEXTS = ("brown", "math")  # the stand-ins for FineWeb-Edu and GSM8K
 # winowhy and strategyqa: SmolLM2 is at chance on them (docs); by parameter

@@ -40,7 +40,7 @@ class Scale:
     fractions: tuple[float, ...]  # value terms zeroed per query (0, the clean pass, first)
     layers: int  # evenly spaced layers intervened on (one at a time, then together)
     tasks: tuple[str, ...]  # downstream tasks of every model but those in ``no_tasks``
-    dtype: str  # the precision every model runs in (float32 | bfloat16)
+    dtype: str  # the precision every model runs in (presets.DTYPES)
     no_tasks: tuple[str, ...] = field(default=("gemma3-270m",))  # models given no downstream task
 
 
