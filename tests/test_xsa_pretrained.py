@@ -91,3 +91,22 @@ def test_pretrained_claims_follow_the_evidence():
     assert falling[2].verdict.word == DOES_NOT_HOLD and falling[4].verdict.word == DOES_NOT_HOLD
     below = xsa_claims.pretrained_claims(_table(rise=0.0, margin=-0.2), "a model")
     assert below[0].verdict.word == DOES_NOT_HOLD  # below uniform mixing
+
+
+def test_the_pretrained_figure_names_each_model_and_its_size_on_the_size_axis():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.papers.xsa.plots import pretrained_similarity
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(
+        [{"window": w, "layer": k, "depth": k / 2, **{c: rng.uniform(0.1, 0.5) for c in COLUMNS}}
+         for w in range(3) for k in range(3)]
+    )  # fmt: skip
+    fig = pretrained_similarity({"big": {"parameters": 1_777_088_000, "table": table},
+                                 "small": {"parameters": 134_515_008, "table": table}})  # fmt: skip
+    labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    assert labels == ["small\n135M", "big\n1.78B"]  # smallest first, sizes as written, not 1.78e+03M
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "big (1.78B parameters)" in legend

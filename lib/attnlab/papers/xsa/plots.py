@@ -241,6 +241,11 @@ def sink_attention(sink_mass: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def _size(parameters: float) -> str:
+    """A parameter count as people write it: 135M, 1.78B."""
+    return f"{parameters / 1e9:.3g}B" if parameters >= 1e9 else f"{parameters / 1e6:.3g}M"
+
+
 def pretrained_similarity(results: Mapping[str, Mapping]) -> plt.Figure:
     """Fig. 1 on pretrained models (``attnlab.papers.xsa.pretrained.measure_models``). Left: cos(y_i, v_i)
     per layer against relative depth, one colour per model, beside uniform mixing's cos(ybar_i, v_i)
@@ -252,7 +257,7 @@ def pretrained_similarity(results: Mapping[str, Mapping]) -> plt.Figure:
     order = sorted(results, key=lambda name: results[name]["parameters"])
     for colour, name in zip(palette, order, strict=True):
         table = results[name]["table"]
-        label = f"{name} ({results[name]['parameters'] / 1e6:.3g}M parameters)"
+        label = f"{name} ({_size(results[name]['parameters'])} parameters)"
         for column, style_ in (("cos_yv", "-"), ("cos_uniform", "--")):
             sns.lineplot(
                 data=table, x="depth", y=column, errorbar=interval95, color=colour, ls=style_, ax=left,
@@ -271,8 +276,11 @@ def pretrained_similarity(results: Mapping[str, Mapping]) -> plt.Figure:
     left.set(xlabel="relative depth (first layer 0, last 1)", ylabel="cos(y_i, v_i)",
              title="similarity bias by depth, per model")  # fmt: skip
     left.legend(fontsize=7)
-    right.set(xscale="log", xlabel="parameters (with embeddings)", ylabel="cos(y_i, v_i) - baseline",
+    right.set(xscale="log", xlabel="model (parameters with embeddings)", ylabel="cos(y_i, v_i) - baseline",
               title="margin over each baseline, by model size")  # fmt: skip
+    sizes = [results[name]["parameters"] for name in order]
+    right.set_xticks(sizes, [f"{name}\n{_size(n)}" for name, n in zip(order, sizes, strict=True)], fontsize=7)
+    right.minorticks_off()
     right.legend(fontsize=8)
     fig.suptitle("Fig. 1 on pretrained models: mean over text windows [95 % interval]", y=1.02)
     fig.tight_layout()
