@@ -109,4 +109,4 @@ def test_the_full_protocol_bench_runs_the_main_protocol_on_the_model(monkeypatch
     monkeypatch.setattr(cw, "configure", configure)
     with pytest.raises(RuntimeError, match="stop"):
         bench.protocol_times("gemma3-270m", "cpu", "cpu", full=True)
-    assert chosen == {"scale": "cpu", "device": "cpu", "model": "gemma3-270m"}
+    assert chosen == {"scale": "cpu", "device": "cpu", "model": "gemma3-270m", "dtype": "bfloat16"}

@@ -7,7 +7,8 @@
 5. the reduced dynamics of QK-speed Fig. 4: the authors' fixed-step RK4 against the adaptive solve;
 6. contribution weights on pinned models, part by part, computed afresh (a temporary results cache): load,
    faithfulness curves, sinks, downstream under the interventions (``protocol_times``); Gemma-3-270M with the
-   notebook's main protocol (what ``model=gemma3-270m`` runs), Qwen-1.5B with the scale section's reduced one.
+   notebook's main protocol in bfloat16 (``model=gemma3-270m dtype=bfloat16``), Qwen-1.5B with the scale
+   section's reduced one.
 
 From the command line:
 
@@ -78,14 +79,14 @@ def ode_solvers() -> dict[str, float]:
 
 def protocol_times(name: str, scale: str, device: str, full: bool) -> dict[str, float]:
     """Seconds of each part of contribution weights on pinned model ``name``: the notebook's main protocol
-    at ``scale`` (``full``) or the scale section's reduced one (``contribution_weights.scale.PRESETS``),
-    computed afresh: the results cache points at a temporary folder for the duration (the model weights are
-    read from ``data/`` as usual)."""
+    at ``scale`` in the scale section's precision (``full``: ``model=<name> dtype=...``) or the scale
+    section's reduced one (``contribution_weights.scale.PRESETS``), computed afresh: the results cache points
+    at a temporary folder for the duration (the model weights are read from ``data/`` as usual)."""
     from attnlab.papers.contribution_weights import configure
     from attnlab.papers.contribution_weights.scale import PRESETS, experiment_for
 
-    if full:
-        exp = configure(scale=scale, device=device, model=name)
+    if full:  # in the scale section's precision (bfloat16 from cpu scale on)
+        exp = configure(scale=scale, device=device, model=name, dtype=PRESETS[scale].dtype)
     else:
         exp = experiment_for(configure(scale=scale, device=device), name, PRESETS[scale])
     times: dict[str, float] = {}
