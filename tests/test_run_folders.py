@@ -39,6 +39,7 @@ CHANGES: dict[str, dict[str, object]] = {
         "fractions": [0.15, 0.25],
         "layers": 1,
         "windows": 3,
+        "dtype": "bfloat16",
     },  # fmt: skip
     "sd_routing": {
         "seeds": [7],
@@ -89,7 +90,7 @@ def explicit_defaults(name: str, scale: str) -> dict[str, object]:
     if name == "contribution_weights":
         given |= {"model": preset.model, "text_sets": list(preset.text_sets), "tasks": list(preset.tasks)}
         given |= {"seed": 0, "fractions": list(preset.fractions[1:]), "layers": preset.layers}
-        given |= {"windows": preset.windows}
+        given |= {"windows": preset.windows, "dtype": preset.dtype}
     if name == "synthesis":
         given |= {"seeds": list(preset.seeds), "kinds": list(module.KINDS), "corpus": preset.corpus}
         given |= {"qk_ratios": list(preset.qk_ratios), "steps": preset.train.steps}
