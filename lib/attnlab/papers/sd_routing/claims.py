@@ -34,7 +34,7 @@ from attnlab.papers.sd_routing.presets import (
     REALLOC_CONTROLS,
     SD_VARIANTS,
 )
-from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, rank_equivalent, sd_heads
+from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, describe, rank_equivalent, sd_heads
 from attnlab.runner.claims import Claim, fixed, signed
 from attnlab.runner.stats import LEVEL, binomial_interval, estimate
 from attnlab.runner.verdicts import (
@@ -462,6 +462,18 @@ def claims(exp: SDExperiment, evidence: Evidence) -> list[Claim]:
 
 
 def _claims_pretrained(exp: SDExperiment, heads: pd.DataFrame) -> list[Claim]:
+    """The pooled pretrained rows (every model must have it), then, with more than one model, each model's
+    own rows (figure "scale: pretrained", :func:`pretrained_by_model`)."""
+    pre, models = _pretrained_flags(exp, heads)
+    rows = _pretrained_rows(pre, models, "pretrained")
+    if len(models) > 1:
+        rows += [row for model_rows in pretrained_by_model(exp, heads).values() for row in model_rows]
+    return rows
+
+
+def _pretrained_flags(exp: SDExperiment, heads: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The pretrained heads of ``exp.models`` with one boolean column per claim, and the models that have
+    both trained and random-weight heads."""
     pre = heads[heads["model"].isin(exp.models)]
     flags = pre.assign(
         dominant=pre["filtering_energy"] > 0.5,
@@ -469,6 +481,16 @@ def _claims_pretrained(exp: SDExperiment, heads: pd.DataFrame) -> list[Claim]:
         lower_stable=pre["routing_stable_rank"] < pre["filtering_stable_rank"],
         unstable=pre["n_unstable"] > 0,
     )
+    present = set(zip(pre["model"], pre["weights"], strict=True))
+    models = [m for m in exp.models if (m, "trained") in present and (m, "random init") in present]
+    return flags, models
+
+
+def _pretrained_rows(pre: pd.DataFrame, models: list[str], figure: str) -> list[Claim]:
+    """The four pretrained claims over ``models`` (each named by its description: package, precision, base
+    or instruct), each judged in every model against random weights of the same shapes."""
+    if not models:
+        return []
     paper = f"{PAPER_HEADS}:"
     rows = []
     for flag, claim, number in (
@@ -480,13 +502,13 @@ def _claims_pretrained(exp: SDExperiment, heads: pd.DataFrame) -> list[Claim]:
         ("unstable", "every head is dynamically unstable (an eigenvalue of W with positive real part)",
          "all heads"),
     ):  # fmt: skip
-        g = flags.groupby(["model", "weights"], sort=False)[flag]
+        g = pre[pre["model"].isin(models)].groupby(["model", "weights"], sort=False)[flag]
         k, n, share = g.sum(), g.size(), 100 * g.mean()
-        models = [m for m in exp.models if (m, "trained") in k.index and (m, "random init") in k.index]
-        if not models:
-            continue
-        ours = "; ".join(f"{m} {share[m, 'trained']:.1f} % (random weights {share[m, 'random init']:.1f} %)"
-                         for m in models)  # fmt: skip
+        ours = "; ".join(
+            f"{describe(m)}: {share[m, 'trained']:.1f} % of {n[m, 'trained']} heads (random weights "
+            f"{share[m, 'random init']:.1f} %)"
+            for m in models
+        )
         counts = {m: (int(k[m, "trained"]), int(n[m, "trained"])) for m in models}
         random = {m: float(share[m, "random init"]) / 100 for m in models}
         if flag == "unstable":
@@ -496,8 +518,36 @@ def _claims_pretrained(exp: SDExperiment, heads: pd.DataFrame) -> list[Claim]:
             ours += "; mean filtering energy: " + _energy_means(pre, models)
         else:
             verdict = verdict_share_beyond_random(counts, random, MAJORITY)
-        rows.append(Claim("pretrained", claim, f"{paper} {number}", f"heads with it: {ours}", verdict))
+        rows.append(Claim(figure, claim, f"{paper} {number}", f"heads with it: {ours}", verdict))
     return rows
+
+
+def pretrained_by_model(exp: SDExperiment, heads: pd.DataFrame) -> dict[str, list[Claim]]:
+    """Each pretrained model's own rows of the four pretrained claims (figure "scale: pretrained"), judged by
+    the same rules on that model alone, by model; at smoke scale every verdict is "not testable here"."""
+    pre, models = _pretrained_flags(exp, heads)
+    out = {m: _pretrained_rows(pre, [m], "scale: pretrained") for m in models}
+    if exp.scale == "smoke":
+        out = {
+            m: [replace(c, verdict=replace(c.verdict, word=NOT_TESTABLE, why=SMOKE)) for c in rows]
+            for m, rows in out.items()
+        }
+    return out
+
+
+def pretrained_scale_table(exp: SDExperiment, heads: pd.DataFrame) -> pd.DataFrame:
+    """The scale view of :func:`pretrained_by_model`: one row per (claim, model), smallest model first, with
+    the model's parameter count (the ``parameters`` column of its heads) and description, and its verdict's
+    word, estimate, 95% interval, null and n (``attnlab.runner.scale_figure`` draws it)."""
+    sizes = heads.dropna(subset=["parameters"]).groupby("model")["parameters"].first()
+    records = [
+        {"claim": row.claim, "model": model, "description": describe(model),
+         "parameters": int(sizes[model]), "verdict": row.verdict.word, "estimate": row.verdict.estimate,
+         "low": row.verdict.low, "high": row.verdict.high, "null": row.verdict.null, "n": row.verdict.n}
+        for model, rows in pretrained_by_model(exp, heads).items()
+        for row in rows
+    ]  # fmt: skip
+    return pd.DataFrame(records).sort_values(["claim", "parameters"], kind="stable", ignore_index=True)
 
 
 def _energies(pre: pd.DataFrame, model: str, weights: str) -> dict[Hashable, float]:
@@ -516,7 +566,8 @@ def _energy_verdict(pre: pd.DataFrame, models: Sequence[str]) -> Verdict:
 def _energy_means(pre: pd.DataFrame, models: Sequence[str]) -> str:
     means = pre.groupby(["model", "weights"])["filtering_energy"].mean()
     return "; ".join(
-        f"{m} {means[m, 'trained']:.3f} (random weights {means[m, 'random init']:.3f})" for m in models
+        f"{describe(m)}: {means[m, 'trained']:.3f} (random weights {means[m, 'random init']:.3f})"
+        for m in models
     )
 
 

@@ -231,7 +231,8 @@ class SDExperiment(PaperExperiment):
 
     def _pretrained(self, name: str) -> pd.DataFrame:
         """A pretrained model's heads (``weights`` "trained") and, beside them, Gaussian weights of the same
-        shapes (``weights`` "random init", seed 0)."""
+        shapes (``weights`` "random init", seed 0), with the model's parameter count (``parameters``,
+        embeddings included, tied weights once)."""
 
         def compute() -> dict:
             model = load_pretrained(name)
@@ -239,6 +240,7 @@ class SDExperiment(PaperExperiment):
             return {
                 "heads": model_heads(model).to_dict(orient="list"),
                 "random": random_heads(shapes, seed=0).to_dict(orient="list"),
+                "parameters": sum(p.numel() for p in model.parameters()),
             }
 
         result, cached = cached_result(
@@ -248,7 +250,7 @@ class SDExperiment(PaperExperiment):
         return pd.concat([
             pd.DataFrame(result["heads"]).assign(weights="trained"),
             pd.DataFrame(result["random"]).assign(weights="random init"),
-        ], ignore_index=True)  # fmt: skip
+        ], ignore_index=True).assign(parameters=int(result["parameters"]))  # fmt: skip
 
     def head_analysis(self, runs: Runs) -> pd.DataFrame:
         """Every head's routing/filtering statistics (``attnlab.papers.sd_routing.routing.form_stats``) of the
@@ -542,6 +544,14 @@ class SDExperiment(PaperExperiment):
         return frame
 
     # Claims -------------------------------------------------------------------------------------------
+
+    def pretrained_scale(self, heads: pd.DataFrame) -> pd.DataFrame:
+        """Each pretrained claim judged on each model alone, against its parameter count: one row per (claim,
+        model) (:func:`attnlab.papers.sd_routing.claims.pretrained_scale_table`; ``heads``: this run's
+        :meth:`head_analysis`), for ``attnlab.runner.scale_figure``."""
+        from attnlab.papers.sd_routing import claims as sd_claims  # judged after computing
+
+        return sd_claims.pretrained_scale_table(self, heads)
 
     def claims(self, evidence: sd_claims.Evidence) -> list[Claim]:
         """Every claim of docs/papers/sd-routing.md, with a verdict computed from this run's measurements,

