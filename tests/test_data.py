@@ -26,7 +26,7 @@ from attnlab.data import artifacts
 from attnlab.data import corpora as data
 from attnlab.data.artifacts import Artifact
 from attnlab.data.tokenizer import ByteTokenizer
-from attnlab.errors import ArtifactError
+from attnlab.errors import ArtifactError, DataUnavailable
 
 
 @pytest.fixture
@@ -355,3 +355,61 @@ def test_load_corpus_and_tokens(shakespeare, monkeypatch):
     monkeypatch.setattr(data, "read_split", _no_subprocess)  # second call: from the .npy cache
     again = data.load_tokens("shakespeare")
     assert all(bool((again[s] == tokens[s]).all()) for s in data.SPLITS)
+
+
+# ----------------------------------------------------------------------------------------------
+# withdrawn artifacts (bigbench: its sdist was deleted from PyPI)
+
+
+def _tar_with(path: Path, member: str, data: bytes) -> str:
+    with tarfile.open(path, "w:gz") as tf:
+        info = tarfile.TarInfo(member)
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_withdrawn_artifact_is_unavailable_without_asking_its_registry(data_root, monkeypatch):
+    art = Artifact("fake", "9.9", "pypi-sdist", "fake-pkg", "fake-9.9.tar.gz", "0" * 64, withdrawn="gone")
+    monkeypatch.setitem(artifacts.ARTIFACTS, "fake", art)
+    monkeypatch.setattr(subprocess, "run", _no_subprocess)
+    assert not artifacts.available("fake")
+    with pytest.raises(DataUnavailable, match="cannot be downloaded: gone") as err:
+        artifacts.extract("fake", ["a/*"])
+    assert err.value.reason == "fake-pkg 9.9 is unavailable here: gone"
+    assert str(data_root) not in err.value.reason  # the same words on every machine
+    assert not (data_root / "fake-9.9").exists() and _leftovers(data_root) == []
+
+
+def test_a_withdrawn_artifact_runs_from_a_copy_placed_by_hand(data_root, monkeypatch, tmp_path):
+    archive = tmp_path / "fake-9.9.tar.gz"
+    digest = _tar_with(archive, "a/x.json", b'{"examples": []}')
+    art = Artifact("fake", "9.9", "pypi-sdist", "fake-pkg", archive.name, digest, withdrawn="gone")
+    monkeypatch.setitem(artifacts.ARTIFACTS, "fake", art)
+    monkeypatch.setattr(subprocess, "run", _no_subprocess)
+    (data_root / "downloads").mkdir(parents=True)
+    shutil.copy(archive, data_root / "downloads" / archive.name)
+    assert artifacts.available("fake")
+    assert (artifacts.extract("fake", ["a/*"]) / "a" / "x.json").read_text() == '{"examples": []}'
+    (data_root / "downloads" / archive.name).unlink()
+    assert artifacts.available("fake")  # its extraction is enough now
+
+
+def test_bigbench_is_withdrawn_and_its_tasks_say_why(monkeypatch, tmp_path):
+    from attnlab.data.tasks import load_task
+
+    monkeypatch.setattr(artifacts, "extract_dir", lambda name: tmp_path / name)
+    monkeypatch.setattr(artifacts, "downloads_dir", lambda: tmp_path / "downloads")
+    assert artifacts.ARTIFACTS["bigbench"].withdrawn
+    with pytest.raises(DataUnavailable) as err:
+        load_task("sva_linzen")
+    assert err.value.reason.startswith("bigbench 1.0.0 is unavailable here")
+
+
+def test_the_bigbench_fixture_stands_in_for_the_extraction(bigbench_files):
+    from attnlab.data.tasks import _ROOT, TASKS, load_task
+
+    example = {"input": "The keys to the cabinet", "target_scores": {"is": 0, "are": 1}}
+    bigbench_files({f"{_ROOT}/{t.path}": {"examples": [example]} for t in TASKS.values()})
+    (item,) = load_task("sva_linzen")
+    assert item.prompt == "The keys to the cabinet" and item.choices == ("is", "are") and item.answer == 1

