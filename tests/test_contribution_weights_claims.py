@@ -516,3 +516,89 @@ def test_evidence_checks_what_each_field_holds():
         _evidence(downstream=_curves("brown", True))
     with pytest.raises(ValueError, match="sinks"):
         _evidence(sinks={"decomposition": _decomposition(2)})
+
+
+# --- without BIG-bench ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_bigbench(monkeypatch, tmp_path):
+    """BIG-bench unavailable, as on a machine without the deleted sdist (even where a copy is on disk), and
+    an empty results cache, so that every part computes afresh. Returns the reason the parts must quote."""
+    from attnlab.data import artifacts
+
+    extract_dir = artifacts.extract_dir
+    monkeypatch.setattr(
+        artifacts, "extract_dir", lambda name: tmp_path / name if name == "bigbench" else extract_dir(name)
+    )
+    monkeypatch.setattr(artifacts, "downloads_dir", lambda: tmp_path / "downloads")
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
+    assert not artifacts.available("bigbench")
+    return artifacts.unavailable_reason("bigbench")
+
+
+def test_without_bigbench_its_parts_are_skipped_and_their_rows_not_testable(no_bigbench, capsys):
+    """The downstream tasks and the math text set need BIG-bench: where it is unavailable each is skipped
+    with one printed line quoting the reason (no path), its table is empty with the usual columns, the
+    figures say so, and every claims row that rests on it alone is "not testable here" with that reason;
+    the rows that rest on other data are judged as before."""
+    import matplotlib.pyplot as plt
+
+    from attnlab.papers.contribution_weights import plots
+    from attnlab.papers.contribution_weights.experiment import CURVE_COLUMNS, DOWNSTREAM_COLUMNS
+
+    reason = no_bigbench
+    assert "/" not in reason.replace("PyPI, npm or Debian", "")  # the same on every machine: no path
+    exp = cw.configure(scale="smoke", device="cpu", text_sets=["math"], tasks=["sva_linzen", "cause_effect"])
+    downstream, curves = exp.downstream(), exp.faithfulness()  # neither loads the model
+    assert "lm" not in exp.__dict__
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"downstream task sva_linzen: skipped: {reason}",
+        f"downstream task cause_effect: skipped: {reason}",
+        "downstream: every task was skipped; no downstream result here",
+        f"text set math: skipped: {reason}",
+        "faithfulness: every text set was skipped; no pretrained curves here",
+    ]
+    assert downstream.empty and list(downstream.columns) == DOWNSTREAM_COLUMNS
+    assert curves.empty and list(curves.columns) == CURVE_COLUMNS
+    assert downstream.attrs["skipped"] == {"sva_linzen": reason, "cause_effect": reason}
+    assert curves.attrs["skipped"] == {"math": reason}
+    assert exp.area_table(curves).empty
+    for fig in (plots.downstream(downstream), plots.faithfulness(curves, "joint"), plots.areas(curves)):
+        text = " ".join(t.get_text() for t in fig.axes[0].texts)
+        assert "no data here" in text and "skipped: bigbench 1.0.0 is unavailable here" in text
+        plt.close(fig)
+
+    rows = exp.claims(sinks=_sinks(), curves=curves, downstream=downstream,
+                      own_curves=_curves("shakespeare", False))  # fmt: skip
+    pretrained = [r for r in rows if r.figure in ("faithfulness", "downstream") and "own GPT" not in r.claim]
+    assert [r.figure for r in pretrained] == ["faithfulness"] * 6 + ["downstream"]
+    for row in pretrained:
+        assert (row.verdict.word, row.verdict.why) == (NOT_TESTABLE, reason)
+        assert f"skipped: {reason}" in row.ours
+    own = [r.verdict.word for r in rows if "own GPT" in r.claim]
+    assert own == [DOES_NOT_HOLD] * 6  # judged on Shakespeare as before
+    assert [r.verdict.word for r in rows if r.figure in ("Fig. 1", "decomposition")] == [HOLDS] * 3
+
+
+def test_a_skipped_part_beside_measured_ones_is_one_untestable_condition(no_bigbench):
+    """Brown measured and math skipped: each faithfulness row is judged on Brown, and counts math as a
+    condition not testable here; MMLU measured and sva_linzen skipped, likewise for the downstream row. A
+    model given no task gets no downstream row."""
+    reason = no_bigbench
+    exp = cw.configure(scale="cpu", device="cpu")
+    curves, downstream = _curves("brown", True), _downstream()
+    curves.attrs["skipped"] = {"math": reason}
+    downstream.attrs["skipped"] = {"sva_simple": reason}
+    rows = exp.claims(sinks=_sinks(), curves=curves, downstream=downstream,
+                      own_curves=_curves("shakespeare", False))  # fmt: skip
+    faith = rows[2]
+    assert faith.verdict.word == HOLDS and faith.verdict.why.startswith("holds in 2, does not hold in 0")
+    assert "1 of 3 not testable" in faith.verdict.why and f"math: skipped: {reason}" in faith.ours
+    down = next(r for r in rows if r.figure == "downstream")
+    assert down.verdict.word == HOLDS and "1 of 3 not testable" in down.verdict.why
+    assert f"sva_simple: skipped: {reason}" in down.ours
+    empty = downstream.iloc[:0].copy()
+    empty.attrs = {}  # a model given no task: nothing was skipped
+    assert not [r for r in cwc.pretrained_claims(exp, _sinks(), curves, empty) if r.figure == "downstream"]

@@ -409,21 +409,39 @@ def test_cost_figure_labels_both_implementations_and_says_where_naive_stops():
     plt.close(fig)
 
 
-def test_cpu_downstream_uses_every_offline_item_with_two_or_more_choices():
+def test_cpu_downstream_uses_every_offline_item_with_two_or_more_choices(bigbench_files):
     """The review: 100 items per task could not see a 3-point difference; the cpu preset takes every item
-    available offline, and an item with one choice (answered right whatever the model does) is set aside."""
-    from attnlab.data.tasks import load_task
+    available offline, and an item with one choice (answered right whatever the model does) is set aside.
+    On hand-written files in BIG-bench's layout (the real counts: the test below)."""
+    from attnlab.data.tasks import _ROOT, TASKS
     from attnlab.papers.contribution_weights import PRESETS
     from attnlab.papers.contribution_weights.experiment import task_items
 
     assert PRESETS["cpu"].task_limit is None and PRESETS["smoke"].task_limit == 1
-    every = load_task("sva_linzen")
+    two = {"input": "The keys", "target_scores": {"are": 1, "is": 0}}
+    one = {"input": "The key", "target_scores": {"is": 1}}
+    examples = [two] * 3 + [one] + [two] * 2  # the single-choice item fourth
+    bigbench_files({f"{_ROOT}/{t.path}": {"examples": examples} for t in TASKS.values()})
     kept = task_items("sva_linzen", None)
-    assert len(kept) == len(every) - 1 == 499 and all(len(item.choices) >= 2 for item in kept)
-    assert len(task_items("sva_linzen", 100)) == 100  # the single-choice item lies past the first 100
+    assert len(kept) == 5 and all(len(item.choices) >= 2 for item in kept)
+    assert len(task_items("sva_linzen", 3)) == 3  # the limit counts items before the filter
+    assert len(task_items("sva_linzen", 4)) == 3
     naive_ok = [
         T
         for T in PRESETS["cpu"].bench_lengths
         if 9 * T * T * 576 * 4 / 1e9 <= PRESETS["cpu"].bench_naive_max_gb
     ]
     assert len(naive_ok) >= 2  # the cost figure's naive line has more than one point at cpu scale
+
+
+@pytest.mark.needs_bigbench
+def test_sva_linzen_has_499_items_with_two_or_more_choices():
+    """The counts the cpu preset's comment and docs/papers/contribution-weights.md quote, on the real
+    BIG-bench files: sva_linzen holds 500 items, one of them single-choice and past the first 100."""
+    from attnlab.data.tasks import load_task
+    from attnlab.papers.contribution_weights.experiment import task_items
+
+    every = load_task("sva_linzen")
+    kept = task_items("sva_linzen", None)
+    assert len(kept) == len(every) - 1 == 499 and all(len(item.choices) >= 2 for item in kept)
+    assert len(task_items("sva_linzen", 100)) == 100  # the single-choice item lies past the first 100

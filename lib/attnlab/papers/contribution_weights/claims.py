@@ -361,7 +361,8 @@ def pretrained_claims(
 ) -> list[Claim]:
     """The rows of the pretrained model ``exp.model`` alone (Fig. 1, faithfulness, downstream, sinks): the
     claims table's, and the scale section's for each pinned model (``contribution_weights.scale``). A
-    downstream table with no task (a model given none) gives no downstream row."""
+    downstream table with no task (a model given none) gives no downstream row; one whose every task was
+    skipped (its data unavailable here, ``skipped``) gives a "not testable here" row with the reason."""
     return [
         _claim_fig1(exp, sinks["decomposition"], "first text token"),
         *(
@@ -370,9 +371,24 @@ def pretrained_claims(
             else []
         ),
         *_claims_faithfulness(exp, curves, "pretrained"),
-        *([_claim_downstream(exp, downstream)] if len(downstream) else []),
+        *([_claim_downstream(exp, downstream)] if len(downstream) or skipped(downstream) else []),
         *_claims_sinks(exp, sinks),
     ]
+
+
+def skipped(frame: pd.DataFrame) -> dict[str, str]:
+    """The text sets or tasks a result table left out because their data is unavailable here, with the
+    reason (``ContributionExperiment.faithfulness`` and ``downstream`` record them in ``attrs``)."""
+    return dict(frame.attrs.get("skipped", {}))
+
+
+def _skipped_conditions(frame: pd.DataFrame) -> tuple[dict[str, Verdict], list[str]]:
+    """A "not testable here" condition per skipped text set or task, and its line for the row's text."""
+    reasons = skipped(frame)
+    return (
+        {name: not_testable(why, n=0) for name, why in reasons.items()},
+        [f"{name}: skipped: {why}" for name, why in reasons.items()],
+    )
 
 
 def _by_layer(frame: pd.DataFrame, column: str) -> dict[Hashable, float]:
@@ -430,9 +446,12 @@ def faithfulness_condition(
 
 
 def _claims_faithfulness(exp: ContributionExperiment, curves: pd.DataFrame, who: str) -> list[Claim]:
+    """The faithfulness rows of one model's curves; a skipped text set (``skipped``) is a "not testable
+    here" condition of each row, so a row with every text set skipped is not testable, with the reason."""
     log_areas = window_areas(curves, log=True)
+    missing, missing_texts = _skipped_conditions(curves)
     rows = []
-    for scope in dict.fromkeys(curves["scope"]):
+    for scope in dict.fromkeys(curves["scope"]) or (exp.preset.scopes if missing else ()):
         ranking = {"head": "ranked per head", "joint": "ranked jointly across heads"}[scope]
         for mode, best, label in FAITHFULNESS_ROWS:
             if best not in RANKINGS[mode]:
@@ -448,6 +467,8 @@ def _claims_faithfulness(exp: ContributionExperiment, curves: pd.DataFrame, who:
                 texts.append(
                     f"{text} {layers}{saturated}: " + ", ".join(map(_with_detectable, parts.values()))
                 )
+            verdicts |= missing
+            texts += missing_texts
             hierarchy = " < ".join(MEASURE_LABELS[m] for m in (*HIERARCHY[:-1], best))
             rows.append(Claim(
                 "faithfulness",
@@ -495,6 +516,10 @@ def _claim_downstream(exp: ContributionExperiment, frame: pd.DataFrame) -> Claim
         parts.append(f"{task} ({len(sub['item'].unique())} items): clean {acc['clean']:.2f}, {status}; "
                      f"top {exp.preset.task_fraction:g} zeroed {comp}; bottom zeroed {suff}; paired "
                      f"differences in accuracy points, positive on the paper's side: {diffs}")  # fmt: skip
+    missing, missing_texts = _skipped_conditions(frame)
+    per_task |= missing
+    gates |= dict.fromkeys(missing)
+    parts += missing_texts
     return Claim(
         "downstream",
         "interventions guided by contribution weights hurt accuracy most (top zeroed) and least (bottom)",

@@ -7,7 +7,13 @@ model that ships offline, docs/papers/contribution-weights.md) unless the ``mode
 Hugging Face causal LM (a hub name in the local cache or a folder); this project's own GPT, trained on
 Shakespeare, is analysed beside it. Every result goes through ``attnlab.training.cache.cached_result``, keyed
 by the model, the settings and the source of the modules that compute it: a re-run with unchanged parameters
-recomputes nothing and does not even load the model."""
+recomputes nothing and does not even load the model.
+
+A text set or downstream task whose data cannot be had here (BIG-bench's: the ``math`` text set and every task
+but MMLU, ``attnlab.data.artifacts``) is skipped: its part prints "<text set or task>: skipped: <reason>", the
+result leaves it out (an empty table with the usual columns when nothing is left), and the reason, the same
+on every machine, travels in the table's ``attrs["skipped"]`` (``{name: reason}``) to the claims rows and the
+figures."""
 
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ import torch
 
 from attnlab.data.corpora import load_corpus
 from attnlab.data.tasks import MultipleChoice, answer_text, load_mmlu, load_task
-from attnlab.errors import ParameterError
+from attnlab.errors import DataUnavailable, ParameterError
 from attnlab.hf import TextModel, capture, check_model_name, describe, load_text_model, value_scale
 from attnlab.metrics import contribution_weights
 from attnlab.papers.contribution_weights.faithfulness import (
@@ -64,6 +70,10 @@ if TYPE_CHECKING:
     from attnlab.runner.claims import Claim
 
 _MATH_ITEMS = 3000  # MathQA problems written out as the math text set
+#: The columns of ``faithfulness()`` and ``downstream()``, also when every text set or task was skipped.
+CURVE_COLUMNS = ["window", "layers", "scope", "mode", "measure", "fraction", "nll", "clean_nll", "tokens",
+                 "text", "ppl", "ppl0", "delta_ppl"]  # fmt: skip
+DOWNSTREAM_COLUMNS = ["item", "measure", "mode", "fraction", "credit", "chance", "task"]
 
 
 # --- the experiment ---------------------------------------------------------------------------------------
@@ -162,9 +172,10 @@ class ContributionExperiment(PaperExperiment):
     def faithfulness(self) -> pd.DataFrame:
         """Per-window delta-PPL curves (comprehensiveness and sufficiency) of the measures on every text set,
         each layer set and scope (``faithfulness.intervention_curves`` and ``with_delta``): columns text,
-        window, layers, scope, mode, measure, fraction, ppl, ppl0, delta_ppl, ..."""
+        window, layers, scope, mode, measure, fraction, ppl, ppl0, delta_ppl, ... A text set whose data is
+        unavailable here is skipped (module docstring): ``attrs["skipped"]`` maps it to the reason."""
         p = self.preset
-        frames = []
+        frames, skipped = [], {}
         for name in self.text_sets:
             key = self._key(
                 text=name, window=p.window, windows=p.windows, fractions=p.fractions, scopes=p.scopes,
@@ -172,16 +183,25 @@ class ContributionExperiment(PaperExperiment):
             )  # fmt: skip
 
             def compute(name: str = name) -> dict:
+                text = self.text(name)  # first: a text set whose data is unavailable loads no model
                 lm = self.lm
-                ids = self.windows(lm, name, p.window, p.windows)
+                ids = lm.text_windows(text, p.window, p.windows, self.seed, f"text set {name!r}")
                 frame = intervention_curves(
                     lm, ids, p.fractions, self.layer_sets(lm.n_layers), RANKINGS, p.scopes, p.batch_size, name
                 )
                 return frame.to_dict("list")
 
-            result, _ = cached_result("cw_faithfulness", key, compute)
+            try:
+                result, _ = cached_result("cw_faithfulness", key, compute)
+            except DataUnavailable as e:
+                skipped[name] = _skip(f"text set {name}", e)
+                continue
             frames.append(pd.DataFrame(result).assign(text=name))
-        return with_delta(pd.concat(frames, ignore_index=True))
+        if not frames:
+            print("faithfulness: every text set was skipped; no pretrained curves here")
+        out = with_delta(pd.concat(frames, ignore_index=True)) if frames else _empty(CURVE_COLUMNS)
+        out.attrs["skipped"] = skipped
+        return out
 
     @staticmethod
     def areas(curves: pd.DataFrame, log: bool = False) -> pd.DataFrame:
@@ -195,9 +215,8 @@ class ContributionExperiment(PaperExperiment):
         ):
             est = estimate(values.to_list())
             rows[key] = {"mean": est.mean, "low": est.low, "high": est.high, "n": est.n}
-        return pd.DataFrame.from_dict(rows, orient="index").rename_axis(
-            ["text", "layers", "scope", "mode", "measure"]
-        )
+        index = pd.MultiIndex.from_tuples(list(rows), names=["text", "layers", "scope", "mode", "measure"])
+        return pd.DataFrame(list(rows.values()), index=index, columns=["mean", "low", "high", "n"])
 
     @classmethod
     def area_table(cls, curves: pd.DataFrame) -> pd.DataFrame:
@@ -214,24 +233,33 @@ class ContributionExperiment(PaperExperiment):
         """Zero-shot multiple choice on each task, clean and with the top (comprehensiveness) or bottom
         (sufficiency) ``task_fraction`` of the value terms zeroed per measure in the evenly spaced layers
         together, ranked jointly across heads: one row per item and setting, columns task, item, measure,
-        mode, fraction, credit, chance (``faithfulness.choice_accuracy``)."""
+        mode, fraction, credit, chance (``faithfulness.choice_accuracy``). A task whose data is unavailable
+        here is skipped (module docstring): ``attrs["skipped"]`` maps it to the reason."""
         p = self.preset
         settings = [(m, mode, p.task_fraction) for mode, ms in RANKINGS.items() for m in ms]
-        frames = []
+        frames, skipped = [], {}
         for task in self.tasks:
             limit = p.mmlu_per_subject if task == "mmlu" else p.task_limit  # MMLU's: questions per subject
             key = self._key(task=task, limit=limit, fraction=p.task_fraction, layers=p.layers)
 
             def compute(task: str = task) -> dict:
+                items = task_items(task, p.task_limit, p.mmlu_per_subject)  # first: see faithfulness
                 lm = self.lm
                 layers = list(self.layer_sets(lm.n_layers).values())[-1]  # the layers together
-                items = task_items(task, p.task_limit, p.mmlu_per_subject)
                 frame = choice_accuracy(lm, items, settings, layers, "joint", p.batch_size * 2, task)
                 return frame.to_dict("list")
 
-            result, _ = cached_result("cw_downstream", key, compute)
+            try:
+                result, _ = cached_result("cw_downstream", key, compute)
+            except DataUnavailable as e:
+                skipped[task] = _skip(f"downstream task {task}", e)
+                continue
             frames.append(pd.DataFrame(result).assign(task=task))
-        return pd.concat(frames, ignore_index=True)
+        if skipped and not frames:
+            print("downstream: every task was skipped; no downstream result here")
+        out = pd.concat(frames, ignore_index=True) if frames else _empty(DOWNSTREAM_COLUMNS)
+        out.attrs["skipped"] = skipped
+        return out
 
     # sinks ------------------------------------------------------------------------------------------------
 
@@ -409,6 +437,17 @@ def task_items(task: str, limit: int | None, mmlu_per_subject: int | None = None
     if task == "mmlu":
         return [q.multiple_choice() for q in load_mmlu(mmlu_per_subject)]
     return [item for item in load_task(task, limit=limit) if len(item.choices) > 1]
+
+
+def _skip(what: str, error: DataUnavailable) -> str:
+    """Print that ``what`` is skipped, and why (no paths: the same line on every machine); return the why."""
+    print(f"{what}: skipped: {error.reason}", flush=True)
+    return error.reason
+
+
+def _empty(columns: list[str]) -> pd.DataFrame:
+    """A result table with no rows: every part of it was skipped."""
+    return pd.DataFrame(columns=columns)
 
 
 def _pool_cosines(rows: list[dict]) -> dict:

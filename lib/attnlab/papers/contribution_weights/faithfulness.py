@@ -249,7 +249,8 @@ def curve_areas(curves: pd.DataFrame, log: bool = False, by: Sequence[str] = ())
         if log:
             y = symlog(y)
         out[key] = float(np.trapezoid(y, x) / (x[-1] - x[0]))
-    return pd.Series(out).rename_axis([*by, "measure", "mode"])
+    index = pd.MultiIndex.from_tuples(list(out), names=[*by, "measure", "mode"])  # also with no curve
+    return pd.Series(list(out.values()), index=index, dtype=float)
 
 
 def window_areas(curves: pd.DataFrame, log: bool = False) -> pd.Series:

@@ -1,7 +1,10 @@
 """Figures of the contribution-weights notebook (arXiv 2606.07604), one function per figure, each taking the
-tidy results of ``attnlab.papers.contribution_weights``."""
+tidy results of ``attnlab.papers.contribution_weights``. A result with nothing in it (every text set or task
+skipped, its data unavailable here) is drawn as a figure that says so and why (:func:`unavailable`)."""
 
 from __future__ import annotations
+
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -10,7 +13,7 @@ import seaborn as sns
 from matplotlib.artist import Artist
 from matplotlib.colors import TwoSlopeNorm
 
-from attnlab.papers.contribution_weights.claims import ANTI_ALIGNMENT
+from attnlab.papers.contribution_weights.claims import ANTI_ALIGNMENT, skipped
 from attnlab.papers.contribution_weights.faithfulness import window_areas
 from attnlab.papers.contribution_weights.presets import MEASURE_LABELS, RANKINGS
 from attnlab.runner.stats import estimate
@@ -23,6 +26,18 @@ _CONCEPT = {"raw": "raw", "value_weighted": "value-weighted", "output_normalised
 MEASURE_COLORS = {m: color(c) for m, c in _CONCEPT.items()}
 MEASURE_STYLE = {"raw": ("-", "o"), "value_weighted": ("--", "s"), "output_normalised": (":", "^"),
                  "contribution": ("-", "D"), "contribution_abs": (":", "v")}  # fmt: skip
+
+
+def unavailable(what: str, frame: pd.DataFrame) -> plt.Figure:
+    """The figure of an empty result: ``what`` could not be drawn here, with each skipped part's reason."""
+    reasons = skipped(frame) or {"": "no data"}
+    lines = [f"{what}: no data here"] + [f"{name}: skipped: {why}" if name else why
+                                         for name, why in reasons.items()]  # fmt: skip
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.5 * len(lines)))
+    ax.axis("off")
+    text = "\n".join(textwrap.fill(line, 90) for line in lines)
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, transform=ax.transAxes)
+    return fig
 
 
 def fig1(result: dict) -> plt.Figure:
@@ -53,6 +68,8 @@ def faithfulness(curves: pd.DataFrame, scope: str) -> plt.Figure:
     ``scope`` ("head" or "joint"); columns: text set x mode (comprehensiveness: top zeroed, higher = more
     faithful; sufficiency: bottom zeroed, lower = more faithful). Lines: the mean over windows; bands: its
     95% interval. Linear axes without offset, so small effects read as they are."""
+    if curves.empty:
+        return unavailable(f"faithfulness curves ({scope})", curves)
     curves = curves[curves["scope"] == scope]
     sets = list(dict.fromkeys(curves["layers"]))
     columns = [(t, mode) for t in dict.fromkeys(curves["text"]) for mode in RANKINGS]
@@ -108,6 +125,8 @@ def areas(curves: pd.DataFrame, log: bool = True) -> plt.Figure:
     95% intervals. One message per panel: a row per (ranking scope, mode), a column per text set; in each,
     the measures side by side per layer set, so the panel reads as "does contribution weights' bar stand
     highest (comprehensiveness) or lowest (sufficiency)?". Every bar and the interval are in the legend."""
+    if curves.empty:
+        return unavailable("faithfulness areas", curves)
     per_window = window_areas(curves, log)
     rows = [(scope, mode) for scope in dict.fromkeys(curves["scope"]) for mode in RANKINGS]
     texts = list(dict.fromkeys(curves["text"]))
@@ -134,6 +153,9 @@ def downstream(frame: pd.DataFrame) -> plt.Figure:
     """Accuracy per task with its 95% Wilson interval: clean, and with the top or bottom fraction of the
     value terms zeroed per measure; the dotted line is chance."""
     from attnlab.runner.stats import binomial_interval
+
+    if frame.empty:
+        return unavailable("downstream accuracy", frame)
 
     tasks = list(dict.fromkeys(frame["task"]))
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.8), squeeze=False)

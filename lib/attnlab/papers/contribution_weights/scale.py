@@ -22,7 +22,7 @@ import pandas as pd
 from safetensors import safe_open
 
 from attnlab.hf import CAUSAL_LMS, PRETRAINED, checkpoint
-from attnlab.papers.contribution_weights.experiment import ContributionExperiment
+from attnlab.papers.contribution_weights.experiment import DOWNSTREAM_COLUMNS, ContributionExperiment
 from attnlab.training.cache import cached_result
 
 # claims are judged after the computation: imported where used, outside the results' code keys
@@ -49,7 +49,8 @@ _WIDE = Scale(
     dtype="bfloat16",
 )  # fmt: skip
 PRESETS = {
-    # SmolLM2 alone (nothing large is downloaded at smoke scale), a task it answers in seconds.
+    # SmolLM2 alone (nothing large is downloaded at smoke scale), a task it answers in seconds (BIG-bench's:
+    # skipped, and its row not testable, where BIG-bench is unavailable).
     "smoke": Scale(
         ("smollm2",),
         windows=2,
@@ -77,8 +78,6 @@ PRESETS = {
     "gpu": _WIDE,
     "paper": _WIDE,
 }
-
-_DOWNSTREAM_COLUMNS = ["item", "measure", "mode", "fraction", "credit", "chance", "task"]
 
 
 def experiment_for(exp: ContributionExperiment, name: str, scale: Scale) -> ContributionExperiment:
@@ -110,12 +109,13 @@ def parameters(name: str) -> int:
 def measure(exp: ContributionExperiment, scale: Scale) -> dict[str, dict[str, Any]]:
     """Each model of ``scale``: ``{name: {"experiment", "parameters", "sinks", "curves", "downstream"}}``,
     the notebook's own results of :func:`experiment_for` (the downstream table empty for a model given no
-    task); prints each model's time (a cached re-run: seconds)."""
+    task, or whose tasks' data is unavailable here: ``ContributionExperiment.downstream`` prints that it
+    skips them); prints each model's time (a cached re-run: seconds)."""
     out = {}
     for name in scale.models:
         start = time.perf_counter()
         e = experiment_for(exp, name, scale)
-        downstream = e.downstream() if e.tasks else pd.DataFrame(columns=_DOWNSTREAM_COLUMNS)
+        downstream = e.downstream() if e.tasks else pd.DataFrame(columns=DOWNSTREAM_COLUMNS)
         out[name] = {"experiment": e, "parameters": parameters(name), "sinks": e.sinks(),
                      "curves": e.faithfulness(), "downstream": downstream}  # fmt: skip
         print(f"{e.weights}: {(time.perf_counter() - start) / 60:.1f} min", flush=True)
