@@ -160,7 +160,83 @@ def test_squad_f1_and_exact_match():
     assert text_tasks.f1_score("Carolina", "Denver Broncos") == 0.0
 
 
-def test_squad_windows_contain_the_answer_and_its_bytes_are_marked():
+# Hand-written articles in the format of SQuAD v1.1 (BIG-bench's squad_shifts/squaddev_v1.1.json), standing in
+# for BIG-bench's deleted sdist: {"data": [{"title", "paragraphs": [{"context", "qas": [{"id", "question",
+# "answers": [{"text", "answer_start"}]}]}]}]}.
+_TOWNS = ("Alder", "Brisk", "Corran", "Dunmore", "Elsby", "Fallow", "Garth", "Holm", "Ivel", "Jarrow")
+_RIVERS = ("Tame", "Wye", "Ouse", "Exe", "Tees")
+_PEOPLE = ("Ada Byrne", "Tom Hale", "Mira Cole", "Owen Pike", "Lena Hart", "Ivo Marsh", "Rosa Quill")
+_BUILDINGS = ("corn exchange", "clock tower", "old mill", "town hall")
+
+
+def _qa(qid: str, question: str, context: str, *answers: str) -> dict:
+    """A question with its gold answers, each found in ``context``."""
+    return {
+        "id": qid,
+        "question": question,
+        "answers": [{"text": a, "answer_start": context.index(a)} for a in answers],
+    }
+
+
+def squad_file(articles: int = 10) -> dict[str, dict]:
+    """``articles`` hand-written articles of two paragraphs and six questions in SQuAD v1.1's format, by
+    member path (``bigbench_files``); every fifth article is test (``text_tasks.load_squad``)."""
+    data = []
+    for i, town in enumerate(_TOWNS[:articles]):
+        river, founder, architect = _RIVERS[i % 5], _PEOPLE[i % 7], _PEOPLE[(i + 3) % 7]
+        building, year, built = _BUILDINGS[i % 4], str(1700 + 13 * i), str(1850 + 7 * i)
+        first = (
+            f"{town} is a small market town on the river {river}. It was founded in {year} by {founder}, a "
+            f"wool merchant, and about {1200 + 350 * i} people live there today."
+        )
+        second = (
+            f"The best known building of {town} is its {building}, completed in {built}. Its architect, "
+            f"{architect}, also designed the stone bridge over the {river}."
+        )
+        qid = f"{i:04d}"
+        data.append(
+            {
+                "title": town,
+                "paragraphs": [
+                    {
+                        "context": first,
+                        "qas": [
+                            _qa(f"{qid}a", f"When was {town} founded?", first, year),
+                            _qa(f"{qid}b", f"Who founded {town}?", first, founder, founder.split()[1]),
+                            _qa(
+                                f"{qid}c", f"On which river does {town} lie?", first, river, f"river {river}"
+                            ),
+                        ],
+                    },
+                    {
+                        "context": second,
+                        "qas": [
+                            _qa(f"{qid}d", f"What is the best known building of {town}?", second, building),
+                            _qa(f"{qid}e", f"When was the {building} of {town} completed?", second, built),
+                            _qa(f"{qid}f", f"Who was the architect of the {building}?", second, architect),
+                        ],
+                    },
+                ],
+            }
+        )
+    return {f"{text_tasks._BIGBENCH}/{text_tasks.SQUAD_PATH}": {"version": "1.1", "data": data}}
+
+
+@pytest.fixture
+def squad(bigbench_files):
+    """The hand-written SQuAD articles (``squad_file``) as BIG-bench's extraction."""
+    bigbench_files(squad_file())
+
+
+@pytest.fixture(params=["hand-written", pytest.param("BIG-bench", marks=pytest.mark.needs_bigbench)])
+def squad_articles(request):
+    """SQuAD's articles: the hand-written ones (``squad`` fixture), or BIG-bench's own where a copy of its
+    sdist is on disk."""
+    if request.param == "hand-written":
+        request.getfixturevalue("squad")
+
+
+def test_squad_windows_contain_the_answer_and_its_bytes_are_marked(squad_articles):
     examples = text_tasks.load_squad(window=80, max_answer=30, limit=40)
     assert len(examples) == 40
     for ex in examples:
@@ -179,7 +255,7 @@ def test_squad_windows_contain_the_answer_and_its_bytes_are_marked():
         assert tok.decode(data.tokens[n, p : p + t]) == f" {ex.answers[0]}\n"
 
 
-def test_answer_loss_counts_only_the_answer_bytes():
+def test_answer_loss_counts_only_the_answer_bytes(squad):
     torch.manual_seed(0)
     examples = text_tasks.load_squad(window=40, max_answer=20, limit=3)
     data = text_tasks.encode_qa(examples)
@@ -195,7 +271,7 @@ def test_answer_loss_counts_only_the_answer_bytes():
     assert got.item() == pytest.approx(torch.cat(losses).mean().item(), rel=1e-5)
 
 
-def test_whole_sequence_loss_counts_every_byte_but_the_padding():
+def test_whole_sequence_loss_counts_every_byte_but_the_padding(squad):
     torch.manual_seed(0)
     examples = text_tasks.load_squad(window=40, max_answer=20, limit=3)
     data = text_tasks.encode_qa(examples)
@@ -209,7 +285,7 @@ def test_whole_sequence_loss_counts_every_byte_but_the_padding():
     assert got.item() == pytest.approx(torch.cat(losses).mean().item(), rel=1e-5)
 
 
-def test_train_qa_and_qa_outputs_run_and_score_in_range():
+def test_train_qa_and_qa_outputs_run_and_score_in_range(squad):
     examples = text_tasks.load_squad(window=40, max_answer=12, limit=8)
     data = text_tasks.encode_qa(examples)
     cfg = GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=data.tokens.shape[1] + 16)
@@ -461,7 +537,7 @@ def test_squad_protocols_change_only_what_they_name():
     assert qk_speed.configure(scale="smoke").preset.squad.qk_scales == (20.0,)  # smoke: no more runs
 
 
-def test_the_squad_budget_is_stated_in_epochs_and_tokens():
+def test_the_squad_budget_is_stated_in_epochs_and_tokens(squad):
     exp = qk_speed.configure(scale="gpu")
     examples = text_tasks.load_squad(window=40, max_answer=12, limit=8)
     data = text_tasks.encode_qa(examples)
@@ -475,7 +551,7 @@ def test_the_squad_budget_is_stated_in_epochs_and_tokens():
     assert "192,000 questions a run" in rows.loc["squad.budget", "value"]
 
 
-def test_a_diverged_squad_run_gives_nan_rows_and_the_others_their_scores(build, monkeypatch):
+def test_a_diverged_squad_run_gives_nan_rows_and_the_others_their_scores(build, monkeypatch, squad):
     from attnlab.errors import TrainingDiverged
     from attnlab.papers.qk_speed import squad_runs
 
@@ -488,6 +564,7 @@ def test_a_diverged_squad_run_gives_nan_rows_and_the_others_their_scores(build, 
 
     monkeypatch.setattr(squad_runs, "train_qa", train_qa)
     frame = qk_speed.configure(scale="smoke", workers=1).squad()  # in this process: workers miss the patch
+    assert frame.dtypes.astype(str).to_dict() == squad_runs.COLUMNS  # a skipped run's empty frame has them
     fast = frame[frame["variant"] == "fast QK x20"]
     assert len(fast) and fast[["f1", "em", "true_prob", "mass"]].isna().all().all()
     base = frame[frame["variant"] == "baseline"]

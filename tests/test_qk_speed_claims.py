@@ -724,3 +724,51 @@ def test_acmc_is_computed_per_variant_and_seed():
 
 def acmc_nan(frame) -> bool:
     return bool(qk.acmc_by_seed(frame)["ACMC"].isna().all())
+
+
+def test_without_bigbench_sva_and_squad_are_skipped_and_their_rows_not_testable(
+    tmp_path, monkeypatch, capsys
+):
+    """Where no copy of BIG-bench's deleted sdist is on disk, the SVA and SQuAD runs say so once each, in
+    words the same on every machine, and give empty frames with their usual columns; their summaries, figures
+    and budget cope; every one of their claims rows is "not testable here" with the reason, and the other rows
+    are judged as before."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.data import artifacts
+    from attnlab.papers.qk_speed import plots, squad_runs, sva_runs
+
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))  # no archive, no extraction
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
+    assert not artifacts.available("bigbench")
+    reason = artifacts.unavailable_reason("bigbench")
+    assert str(tmp_path) not in reason
+    exp = qk_speed.configure(scale="smoke", device="cpu", workers=1)
+    sva = {protocol: exp.sva(protocol) for protocol in exp.sva_protocols()}
+    squad = {protocol: exp.squad(protocol) for protocol in qk_speed.SQUAD_PROTOCOLS}
+    assert capsys.readouterr().out.splitlines() == [f"SVA: skipped: {reason}", f"SQuAD: skipped: {reason}"]
+    assert list(sva) == ["authors", "adam"] and exp.cache.computed == exp.cache.loaded == 0
+    for frames, columns in ((sva, sva_runs.COLUMNS), (squad, squad_runs.COLUMNS)):
+        for frame in frames.values():
+            assert frame.empty and frame.dtypes.astype(str).to_dict() == columns
+    assert exp.squad_budget() == {}
+    assert exp.sva_summary(sva["authors"]).empty and "AC_mean" in exp.sva_summary(sva["authors"]).columns
+    assert (
+        exp.squad_summary(squad["shared"]).empty and "f1_mean" in exp.squad_summary(squad["shared"]).columns
+    )
+    bars = plots.variant_bars(sva["adam"], {"correct": "accuracy"}, exp.ac_by_seed(sva["adam"]), title="SVA")
+    assert any("No results: " + reason[:40] in t.get_text() for t in bars.axes[0].texts)
+    assert not plots.dtap_grid(exp.dtap(squad["shared"], key="variant")).axes[0].axison
+
+    skipped = dict(sva_authors=sva["authors"], sva_adam=sva["adam"], squad_shared=squad["shared"])
+    rows = qk.claims(exp.preset.circuits, _evidence(exp, **skipped, squad_authors=squad["authors"]))
+    real = [c for c in rows if c.figure.startswith(("SVA", "SQuAD"))]
+    assert [c.figure for c in real] == ["SVA"] * 3 + ["SVA, Adam"] * 3 + ["SQuAD"] * 2 + [
+        "SQuAD, authors' rates"
+    ] * 2
+    assert all(c.verdict.word == "not testable here" and c.verdict.why == reason for c in real)
+    assert all(c.ours == "not run: no data here" for c in real)
+    ran = qk.claims(exp.preset.circuits, _evidence(exp))
+    others = [c for c in ran if not c.figure.startswith(("SVA", "SQuAD"))]
+    assert repr([c for c in rows if c not in real]) == repr(others)

@@ -38,7 +38,87 @@ def test_verb_number_refuses_what_it_cannot_tell():
         sva.verb_number("run", "walk")
 
 
-def test_agreement_data_is_full_sentences_with_subject_and_verb_marked():
+# Hand-written items in the format of BIG-bench's subject_verb_agreement files ({"examples": [{"input": the
+# prefix, "target_scores": {correct continuation: 1, wrong one: 0}}]}), standing in for its deleted sdist.
+_NOUNS = ("athlete", "farmer", "teacher", "pilot", "senator", "doctor")
+_VERBS = ("admire", "like", "greet", "know", "meet")
+_NATURAL = (  # a prefix whose subject head subject_head finds, the verb's two forms, the rest of the sentence
+    ("the keys to the {a} cabinet", "are", "is", "on the table ."),
+    ("according to the report , the cost of the {a} repairs", "was", "were", "far too high ."),
+    ("the author of these {a} books", "lives", "live", "in paris ."),
+    ("many students in the {a} class", "have", "has", "finished early ."),
+    ("the colour of the {a} walls", "does", "do", "not matter ."),
+)
+_ADJECTIVES = (
+    "old",
+    "red",
+    "new",
+    "small",
+    "wooden",
+    "large",
+    "dark",
+    "quiet",
+    "green",
+    "long",
+    "cold",
+    "tall",
+)
+# each templated set: its prefix, from the subject (``{n}``), a second noun (``{m}``) and the inner verb
+# agreeing with it (``{v}``); the inner sets' verb agrees with ``{m}``, the others' with ``{n}``
+_TEMPLATES = {
+    "simple_english": "The {n}",
+    "adv_english": "The {n} probably",
+    "adv_adv_english": "The {n} probably also",
+    "adv_conjunction_english": "The {n} openly and deliberately",
+    "namepp_english": "The {n} near John",
+    "nounpp_english": "The {n} near the {m}",
+    "nounpp_adv_english": "The {n} near the {m} certainly",
+    "short_nested_inner_english": "The {n} that the {m}",
+    "short_nested_outer_english": "The {n} that the {m} {v}",
+    "long_nested_inner_english": "The {n} that the {m} behind the pilots",
+    "long_nested_outer_english": "The {n} that the {m} behind the pilots {v}",
+}
+
+
+def _forms(verb: str, plural: bool) -> tuple[str, str]:
+    """(correct, wrong) forms of ``verb`` for a subject of that number."""
+    return (verb, verb + "s") if plural else (verb + "s", verb)
+
+
+def agreement_files(per_set: int = 20) -> dict[str, dict]:
+    """``per_set`` hand-written items of every set of ``sva.SVA_SETS``, by member path (``bigbench_files``),
+    singular and plural subjects in turn."""
+    files = {}
+    for name in sva.SVA_SETS:
+        examples = []
+        for i in range(per_set):
+            plural, other = i % 2 == 1, i % 3 == 1
+            if name in sva.NATURAL_SETS:  # each sentence once over the three sets
+                k = sva.NATURAL_SETS.index(name) * per_set + i
+                prefix, good, bad, rest = _NATURAL[k % len(_NATURAL)]
+                prefix = prefix.format(a=_ADJECTIVES[k // len(_NATURAL) % len(_ADJECTIVES)])
+                examples.append({"input": prefix, "target_scores": {f"{good} {rest}": 1, f"{bad} {rest}": 0}})
+                continue
+            noun = _NOUNS[i % 6] + "s" * plural
+            second = _NOUNS[(i + 1) % 6] + "s" * other
+            inner_verb = _forms(_VERBS[(i + 2) % 5], other)[0]
+            prefix = _TEMPLATES[name].format(n=noun, m=second, v=inner_verb)
+            agrees = other if "_inner_" in name else plural
+            good, bad = _forms(_VERBS[i % 5], agrees)
+            examples.append({"input": prefix, "target_scores": {good: 1, bad: 0}})
+        files[f"{sva._ROOT}/{name}.json"] = {"examples": examples}
+    return files
+
+
+@pytest.fixture(params=["hand-written", pytest.param("BIG-bench", marks=pytest.mark.needs_bigbench)])
+def agreement_sets(request):
+    """The agreement sets: hand-written items (``agreement_files``) as BIG-bench's extraction, or BIG-bench's
+    own where a copy of its sdist is on disk."""
+    if request.param == "hand-written":
+        request.getfixturevalue("bigbench_files")(agreement_files())
+
+
+def test_agreement_data_is_full_sentences_with_subject_and_verb_marked(agreement_sets):
     data = sva.load_agreement(limit=30)
     assert set(data.item.unique().tolist()) == set(range(len(sva.SVA_SETS)))
     assert set(data.labels.unique().tolist()) == {sva.SINGULAR, sva.PLURAL}
@@ -58,10 +138,11 @@ def test_agreement_data_is_full_sentences_with_subject_and_verb_marked():
     assert words[subject - 2 : subject] == ["that", "the"]  # the inner verb agrees with the embedded subject
 
 
-def test_held_out_subset_is_fixed_and_from_the_test_split():
+def test_held_out_subset_is_fixed_and_from_the_test_split(agreement_sets):
     data = sva.load_agreement(limit=30)
     a, b = sva.held_out_subset(data, 50), sva.held_out_subset(data, 50)
     assert len(a) == 50 and torch.equal(a.tokens, b.tokens) and not a.train.any()
+    assert not torch.equal(a.tokens, sva.held_out_subset(data, 50, seed=1).tokens)
     assert len(sva.held_out_subset(data, None)) == int((~data.train).sum())
 
 

@@ -2,16 +2,19 @@
 ``SquadRuns.prefetch``, attnlab.training.workers): on a CPU only, loaded from the cache afterwards, equal bit
 for bit to the same runs trained here on as many threads, and resuming a checkpoint left beside a result."""
 
+import shutil
 from dataclasses import replace
 
 import pandas as pd
 import pytest
 import torch
 from test_loop import _interrupt_after_first_save, _Interrupted
+from test_qk_speed import squad_file
+from test_qk_sva import agreement_files
 
 from attnlab import verified
 from attnlab.papers import qk_speed
-from attnlab.papers.qk_speed import sva_runs
+from attnlab.papers.qk_speed import squad_runs, sva_runs
 from attnlab.papers.qk_speed.counted_cache import CountedCache
 from attnlab.training import workers
 from attnlab.training.cache import checkpoint_path
@@ -23,6 +26,17 @@ def _smoke(workers: int) -> qk_speed.QKSpeedExperiment:
     exp = qk_speed.configure(scale="smoke", device="cpu", workers=workers)
     preset = replace(exp.preset, parallel=True, sva_seeds=(0,), squad_seeds=(0,))
     return replace(exp, preset=preset, cache=CountedCache())
+
+
+@pytest.fixture
+def text_data(bigbench_files, tmp_path, monkeypatch):
+    """Hand-written SVA items and SQuAD articles as BIG-bench's extraction (its sdist was deleted), here and
+    in the worker processes: they start afresh (spawn) without this process's patch of the extraction
+    folder, so a copy of it goes where they look, the data folder named by ATTNLAB_DATA."""
+    folder = bigbench_files(agreement_files() | squad_file())
+    data = tmp_path / "data"
+    shutil.copytree(folder, data / "bigbench-1.0.0")
+    monkeypatch.setenv("ATTNLAB_DATA", str(data))
 
 
 def test_the_text_runs_train_in_workers_on_a_cpu_only(monkeypatch):
@@ -48,7 +62,7 @@ def _equal(a: dict, b: dict) -> None:
         assert torch.equal(wa[name], wb[name]), name
 
 
-def test_runs_trained_in_workers_equal_those_trained_here_bit_for_bit(tmp_path, monkeypatch):
+def test_runs_trained_in_workers_equal_those_trained_here_bit_for_bit(tmp_path, monkeypatch, text_data):
     """An SVA and a SQuAD protocol of two runs each, trained by two worker processes of one thread, are loaded
     from the cache and equal, weights, losses and the notebook's frames, the same runs trained one by one in
     this process on one thread in a fresh cache folder."""
@@ -83,9 +97,12 @@ def test_runs_trained_in_workers_equal_those_trained_here_bit_for_bit(tmp_path, 
         _equal(a, b)
     for name, frame in frames.items():
         pd.testing.assert_frame_equal(frame, serial_frames[name], check_exact=True, obj=name)
+    # the columns a skipped part's empty frame has too (``real_data.skip``)
+    assert frames["sva"].dtypes.astype(str).to_dict() == sva_runs.COLUMNS
+    assert frames["squad"].dtypes.astype(str).to_dict() == squad_runs.COLUMNS
 
 
-def test_a_worker_resumes_the_checkpoint_left_beside_the_result(tmp_path, monkeypatch):
+def test_a_worker_resumes_the_checkpoint_left_beside_the_result(tmp_path, monkeypatch, text_data):
     """An SVA run interrupted here after its first epoch leaves its checkpoint beside its result; the worker
     that trains it resumes from there (a mark put into the checkpoint's loss history comes back in the
     result) and the checkpoint is gone once the result is stored."""

@@ -3,12 +3,14 @@ attention mass per run in one panel (Fig. 2's statistic) with the DTAP heatmaps 
 real-data runs), fixed-attention losses (Fig. 3), the reduced dynamics and their growth-law fits
 (Fig. 4), the eta_QK / eta_OV sweep and the baseline-vs-faster-QK bars. Each takes the tidy frames of
 ``attnlab.papers.qk_speed`` and returns a matplotlib figure; save with
-``attnlab.runner.style.save_figure``."""
+``attnlab.runner.style.save_figure``. A real-data part skipped for lack of its data (no rows,
+``real_data.skip``) gets a small figure that says so instead of its panels."""
 
 from __future__ import annotations
 
 import math
 import re
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -18,11 +20,21 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize, to_hex
 
 from attnlab.metrics import DTAP_EDGES
+from attnlab.papers.qk_speed.real_data import skipped_reason
 from attnlab.runner import style
 from attnlab.runner.stats import mean_interval
 
 #: A faster-QK run's label names its QK factor or ramp ("FAFO QK x20", "fast QK x5", "... QK ramp x1-x40").
 _FASTER_QK = re.compile(r"QK (x\d|ramp)")
+
+
+def no_results(why: str) -> plt.Figure:
+    """A figure without panels that says there is nothing to plot and ``why`` (a part skipped for lack of its
+    data: ``real_data.skip``'s reason)."""
+    fig, ax = plt.subplots(figsize=(8.0, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, textwrap.fill(f"No results: {why}", 100), ha="center", va="center", fontsize=9)
+    return fig
 
 
 def variant_colors(variants) -> dict[str, str]:
@@ -78,8 +90,11 @@ def dtap_grid(hists: dict[str, np.ndarray], ncols: int = 4, xlabel: str = "disti
     """One DTAP heatmap per run (the paper's Fig. 2 view): % of test samples, mean over seeds, by attention
     mass bin (x) and true-label-probability bin (y), the paper's bin edges; a sequential colormap (a share:
     more is darker) with one colorbar for every panel. The seed interval of the statistic the claims judge
-    is the distinct-mass figure's (:func:`distinct_mass`), so no cell carries a spread."""
+    is the distinct-mass figure's (:func:`distinct_mass`), so no cell carries a spread. No runs (a skipped
+    part): :func:`no_results`."""
     names = list(hists)
+    if not names:
+        return no_results("no runs to show (the part was skipped)")
     nrows = math.ceil(len(names) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.0 * ncols, 3.1 * nrows), squeeze=False)
     ticks = [f"{e:.1f}" for e in DTAP_EDGES]
@@ -240,7 +255,13 @@ def variant_bars(
     """Baseline vs faster QK: one panel per metric (``metrics``: column -> axis label), bars = mean over seeds
     of the per-seed means, error bars = their 95 % interval, dots = seeds (no random jitter: the same figure
     on every run); an AC panel (%) from ``ac`` if given. A metric that is zero for every run gets no panel (an
-    empty panel says nothing); the figure's ``title`` names it."""
+    empty panel says nothing); the figure's ``title`` names it. A ``frame`` without rows (a part skipped for
+    lack of its data, ``real_data.skip``): :func:`no_results` with the reason, under ``title``."""
+    if frame.empty:
+        fig = no_results(skipped_reason(frame) or "no rows")
+        if title:
+            fig.suptitle(title, fontsize=10)
+        return fig
     per_seed = frame.groupby(["variant", "seed"], sort=False)[list(metrics)].mean().reset_index()
     panels = [(col, label) for col, label in metrics.items() if per_seed[col].ne(0).any()]
     zero = [label for col, label in metrics.items() if not per_seed[col].ne(0).any()]

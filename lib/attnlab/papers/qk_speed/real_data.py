@@ -1,10 +1,14 @@
 """What the real-data tasks of "Faster query-key learning sharpens attention" (arXiv 2608.06776) share (SVA,
 SQuAD and HateXplain, its text experiments): a run's variant, the baseline or faster QK at a factor, and
 faster QK's learning-rate multipliers; the per-seed summaries of their per-example frames (AC, ACMC, the mean
-and std over seeds); and whether HateXplain can run (offline: it cannot).
+and std over seeds); the empty result of a part whose data cannot be had here (``skip``: SVA and SQuAD come
+from BIG-bench's sdist, deleted from PyPI, ``attnlab.data.artifacts``); and whether HateXplain can run
+(offline: it cannot).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -23,13 +27,37 @@ def lr_scale(qk_scale: float | None, groups: tuple[str, ...] = ("qk", "embed")) 
     return {} if qk_scale is None else dict.fromkeys(groups, qk_scale)
 
 
+#: The ``DataFrame.attrs`` key of a skipped part's empty result: why its data cannot be had here.
+SKIPPED = "skipped"
+
+
+def skip(part: str, columns: Mapping[str, str], reason: str, said: set[str]) -> pd.DataFrame:
+    """The result of ``part`` ("SVA", "SQuAD") where its data cannot be had here (``reason``: the
+    ``DataUnavailable.reason``, the same on every machine): no rows, the part's usual ``columns`` (name ->
+    dtype), and ``reason`` in ``attrs[SKIPPED]`` for the figures and the claims (``skipped_reason``). Prints
+    "<part>: skipped: <reason>" unless ``said`` (the reasons printed so far for this part) holds it already,
+    so that a part run under several protocols says it once."""
+    if reason not in said:
+        print(f"{part}: skipped: {reason}")
+        said.add(reason)
+    frame = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in columns.items()})
+    frame.attrs[SKIPPED] = reason
+    return frame
+
+
+def skipped_reason(frame: pd.DataFrame) -> str | None:
+    """Why ``frame`` has no rows where its part was skipped (``skip``); None for a part that ran."""
+    reason = frame.attrs.get(SKIPPED)
+    return None if reason is None else str(reason)
+
+
 def ac_by_seed(frame: pd.DataFrame) -> pd.DataFrame:
     """AC (%) per (variant, seed): mass on the relevant tokens > 0.1 and true-answer probability > 0.1."""
     rows = [
         {"variant": v, "seed": s, "AC": attention_confidence(g["mass"], g["true_prob"])}
         for (v, s), g in frame.groupby(["variant", "seed"], sort=False)
     ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["variant", "seed", "AC"])
 
 
 def acmc_by_seed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -44,7 +72,7 @@ def acmc_by_seed(frame: pd.DataFrame) -> pd.DataFrame:
         }
         for (v, s), g in frame.groupby(["variant", "seed"], sort=False)
     ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["variant", "seed", "ACMC"])
 
 
 def real_summary(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

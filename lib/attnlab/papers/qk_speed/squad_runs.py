@@ -2,7 +2,9 @@
 answering (``text_tasks``): a small byte-level GPT, the baseline against faster QK at the baseline's other
 rates (a search over factors) or in the authors' rate pairing, every SQuAD seed, trained into the results
 cache; per test question F1, exact match, the gold answer's probability and the rollout attention on the
-answer's bytes in the context; and one run's budget in the units the authors state theirs in.
+answer's bytes in the context; and one run's budget in the units the authors state theirs in. The questions
+come from BIG-bench's sdist (``text_tasks.load_squad``); where no copy of it is on disk (it was deleted from
+PyPI), ``run`` says so once and returns no rows (``real_data.skip``) and ``budget`` is empty.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.errors import TrainingDiverged
+from attnlab.errors import DataUnavailable, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed.counted_cache import CountedCache
 from attnlab.papers.qk_speed.presets import BASELINE, SquadSetup, fast_label
-from attnlab.papers.qk_speed.real_data import Variant, lr_scale, real_summary
+from attnlab.papers.qk_speed.real_data import Variant, lr_scale, real_summary, skip
 from attnlab.papers.qk_speed.text_tasks import QABatchData, encode_qa, load_squad, qa_outputs, train_qa
 from attnlab.runner.plan import PlannedRun
 from attnlab.training.cache import checkpoint_path, result_path
@@ -35,6 +37,16 @@ CODE = (__name__,)
 KIND = "squad"
 SQUAD_PROTOCOLS = ("shared", "authors")  # faster QK at the baseline's other rates, or the authors' pairing
 _PROGRESS_STEPS = 500  # SQuAD runs at least this long show a progress bar
+#: The columns of ``SquadRuns.run``'s frame and their dtypes (a skipped run's empty frame has them too).
+COLUMNS = {
+    "variant": "str",
+    "seed": "int64",
+    "f1": "float64",
+    "em": "float64",
+    "true_prob": "float64",
+    "mass": "float64",
+    "final_train_loss": "float64",
+}
 
 
 def _train(
@@ -80,10 +92,11 @@ class SquadRuns:
     workers: int = 1  # processes that train a protocol's missing runs at once (``prefetch``; 1: none)
     # test scores of the runs evaluated so far, by run config (the baseline serves both protocols)
     scores: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, compare=False)
+    said: set[str] = field(default_factory=set, compare=False)  # why the runs were skipped, as printed
 
     def data(self) -> tuple[QABatchData, QABatchData]:
         """The encoded training and test questions (``text_tasks.load_squad``, the first ``train_limit`` and
-        ``test_limit`` of each split)."""
+        ``test_limit`` of each split). Raises ``DataUnavailable`` where BIG-bench cannot be had."""
         q = self.squad
         examples = load_squad(window=q.window, max_answer=q.max_answer)
         train = [e for e in examples if e.train][: q.train_limit]
@@ -119,9 +132,13 @@ class SquadRuns:
         """One SQuAD run's training budget in the units the authors state theirs in (70 epochs of 60 000
         questions): questions seen (steps x batch), epochs of the training questions, and byte tokens (the
         training sequences' mean length, prompt and answer, x questions seen). ``train``: the encoded
-        training questions (``data``'s; loaded when None)."""
+        training questions (``data``'s; loaded when None). Empty where they cannot be had
+        (``DataUnavailable``: the runs are skipped, ``run``)."""
         t = self.squad.train
-        data = train if train is not None else self.data()[0]
+        try:
+            data = train if train is not None else self.data()[0]
+        except DataUnavailable:
+            return {}
         seen = t.steps * t.batch_size
         mean_tokens = float((data.prompt_len + data.target_len).double().mean())
         return {
@@ -179,9 +196,15 @@ class SquadRuns:
         """SQuAD as generative QA, baseline vs faster QK (``variants``, ``train_config``: ``protocol``
         "shared" or "authors"; the baseline is the same run in both): one row per (variant, seed, test
         question) with F1, EM, the gold answer's probability and the rollout attention mass on the answer's
-        bytes in the context. The missing runs train first in ``workers`` processes (``prefetch``)."""
+        bytes in the context. The missing runs train first in ``workers`` processes (``prefetch``). Where
+        BIG-bench cannot be had (``DataUnavailable``): no rows, the same columns (``COLUMNS``), the reason
+        printed once ("SQuAD: skipped: <reason>") and kept with the frame for the figures and claims
+        (``real_data.skip``)."""
         q = self.squad
-        train, test = self.data()
+        try:
+            train, test = self.data()
+        except DataUnavailable as err:
+            return skip("SQuAD", COLUMNS, err.reason, self.said)
         cfg = self.model_config(train, test)
         self.prefetch(protocol, cfg, train)
         dev = self.device

@@ -2,12 +2,14 @@
 authors set it up (``sva``): the verb's number from the full sentence, a one-layer attention-only classifier,
 the baseline against faster QK for every SVA seed, trained with the authors' momentum SGD or this project's
 Adam into the results cache; per test sentence the true label's probability, correctness, the attention on
-the subject head and the verb, and comprehensiveness and sufficiency.
+the subject head and the verb, and comprehensiveness and sufficiency. The sentences come from BIG-bench's
+sdist (``sva.load_agreement``); where no copy of it is on disk (it was deleted from PyPI), ``run`` says so
+once and returns no rows (``real_data.skip``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -15,12 +17,13 @@ from typing import Any
 import pandas as pd
 import torch
 
+from attnlab.errors import DataUnavailable
 from attnlab.metrics import attention_mass, faithfulness
 from attnlab.model import GPTConfig
 from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed.counted_cache import CountedCache
 from attnlab.papers.qk_speed.presets import BASELINE, SVA_ITEMS, SVASetup, fast_label
-from attnlab.papers.qk_speed.real_data import Variant, lr_scale, real_summary
+from attnlab.papers.qk_speed.real_data import Variant, lr_scale, real_summary, skip
 from attnlab.papers.qk_speed.sva import (
     AttentionOnlyClassifier,
     held_out_subset,
@@ -38,6 +41,19 @@ CODE = (__name__,)
 KIND = "sva_attention_only"
 #: The SVA training protocols: the authors' momentum SGD, and this project's Adam (``SVASetup.adam_lr``).
 SVA_PROTOCOLS = ("authors", "adam")
+#: The columns of ``SVARuns.run``'s frame and their dtypes (a skipped run's empty frame has them too).
+COLUMNS = {
+    "variant": "str",
+    "seed": "int64",
+    "label": "int64",
+    "mass": "float64",
+    "true_prob": "float64",
+    "correct": "bool",
+    "comprehensiveness": "float64",
+    "sufficiency": "float64",
+    "final_train_loss": "float64",
+    "train_sentences": "int64",
+}
 
 
 def _train(
@@ -64,6 +80,7 @@ class SVARuns:
     device: torch.device
     cache: CountedCache
     workers: int = 1  # processes that train a protocol's missing runs at once (``prefetch``; 1: none)
+    said: set[str] = field(default_factory=set, compare=False)  # why the runs were skipped, as printed
 
     def protocols(self) -> list[str]:
         """The SVA protocols run: the authors' and, unless ``adam_lr`` is None, this project's."""
@@ -80,7 +97,8 @@ class SVARuns:
 
     def data(self) -> tuple[ClassificationData, ClassificationData]:
         """The agreement sentences of every offline set (``sva.load_agreement``) and the test sentences the
-        metrics use (``sva.held_out_subset``: ``test_limit`` of them, the same for every run)."""
+        metrics use (``sva.held_out_subset``: ``test_limit`` of them, the same for every run). Raises
+        ``DataUnavailable`` where BIG-bench cannot be had."""
         p = self.sva
         data = load_agreement(train_fraction=p.train_fraction, limit=p.limit)
         return data, held_out_subset(data, p.test_limit)
@@ -149,11 +167,16 @@ class SVARuns:
         (variant, seed, test sentence; ``variants``): the class probability of the true label, correctness,
         the label, the last token's attention mass on the subject head and the verb, comprehensiveness and
         sufficiency at the top ``topk`` of the tokens by that attention. The missing runs train first in
-        ``workers`` processes (``prefetch``)."""
+        ``workers`` processes (``prefetch``). Where BIG-bench cannot be had (``DataUnavailable``): no rows,
+        the same columns (``COLUMNS``), the reason printed once ("SVA: skipped: <reason>") and kept with the
+        frame for the figures and claims (``real_data.skip``)."""
         p = self.sva
         if protocol not in self.protocols():
             raise ValueError(f"protocol must be one of {self.protocols()}, got {protocol!r}")
-        data, test = self.data()
+        try:
+            data, test = self.data()
+        except DataUnavailable as err:
+            return skip("SVA", COLUMNS, err.reason, self.said)
         self.prefetch(protocol, data)
         cfg = self.model_config(data)
         dev = self.device
