@@ -38,7 +38,18 @@ def build(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
 
 
-def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build, monkeypatch):
+def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build, monkeypatch, bigbench_files):
+    from attnlab.data import tasks
+
+    # a few hand-written items in BIG-bench's task format (its sdist, the real tasks' source, was deleted from
+    # PyPI), installed as every task's file: the zero-shot scores are computed from them as from the real ones
+    examples = [
+        {"input": "The keys to the cabinet", "target_scores": {"are": 1, "is": 0}},
+        {"input": "The author of the books", "target_scores": {"is": 1, "are": 0}},
+        {"input": "Is the sea made of water?", "target_scores": {"Yes": 1, "No": 0}},
+        {"input": "What is 2 + 3?", "target_scores": {"5": 1, "6": 0, "4": 0}},
+    ]
+    bigbench_files({f"{tasks._ROOT}/{t.path}": {"examples": examples} for t in tasks.TASKS.values()})
     exp = xsa.configure(scale="smoke", device="cpu", sizes=["2L-32d"], corpus=str(byte_shards))
     assert exp.preset.corpus == str(byte_shards) and exp.spec("2L-32d", "sa", 0).corpus == str(byte_shards)
     runs = exp.train_all()
@@ -46,6 +57,8 @@ def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build, m
     assert len(exp.layer_diagnostics(runs)) > 0
     table = exp.zero_shot(runs)
     assert table["accuracy"].between(0, 1).all() and set(table["kind"]) == set(xsa.KINDS)
+    assert set(table["task"]) == set(tasks.TASKS) and (table["n"] == len(examples)).all()
+    assert not table.attrs.get("skipped")  # every task was scored
 
     def not_again(*args):
         raise AssertionError("a cached zero-shot accuracy was computed again")

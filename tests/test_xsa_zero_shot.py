@@ -5,16 +5,18 @@ attnlab.papers.xsa.claims.above_baseline)."""
 
 import math
 
+import pandas as pd
 import pytest
 import torch
 
-from attnlab.data.tasks import MultipleChoice, choice_logprobs
+from attnlab.data import artifacts
+from attnlab.data.tasks import TASKS, MultipleChoice, choice_logprobs
 from attnlab.data.tasks import accuracy as summed_accuracy
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.xsa import claims as xc
 from attnlab.papers.xsa import experiment as xsa_experiment
 from attnlab.papers.xsa import zero_shot as zs
-from attnlab.runner.verdicts import above_chance
+from attnlab.runner.verdicts import NOT_TESTABLE, above_chance
 
 
 def _item(choices: tuple[str, ...], answer: int, prompt: str = "Q:") -> MultipleChoice:
@@ -136,3 +138,53 @@ def test_scores_from_a_model_agree_with_the_summed_scorer_and_the_empty_prompt()
     for scoring in zs.SCORINGS:
         assert 0.0 <= zs.accuracy(items, conditional, unconditional, scoring) <= 1.0
     assert not math.isnan(zs.no_prompt_accuracy(items, unconditional))
+
+
+def test_without_bigbench_table2_is_skipped_with_its_reason(tmp_path, monkeypatch, capsys):
+    """BIG-bench's sdist was deleted from PyPI: with no copy on disk every zero-shot task is skipped, with one
+    line saying why (no path in it), an empty table with the usual columns, and every Table 2 claims row (each
+    task and the average, per judged scoring) not testable with that reason."""
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))  # no copy of BIG-bench here
+    assert not artifacts.available("bigbench")
+    reason = artifacts.unavailable_reason("bigbench")
+    exp = xsa_experiment.configure(scale="smoke", device="cpu")
+    table = exp.zero_shot({})  # no task's items load, so no model is read
+    out = capsys.readouterr().out
+    assert out == f"zero-shot tasks: skipped: {reason}\n" and str(tmp_path) not in out
+    assert table.empty and tuple(table.columns) == zs.ZERO_SHOT_COLUMNS
+    assert zs.skipped_tasks(table) == dict.fromkeys(TASKS, reason)
+    summary = exp.zero_shot_table(table)
+    assert summary.empty and list(summary.index.names) == ["task", "scoring", "kind"]
+    assert {"n", "baseline", "accuracy", "low", "high"} <= set(summary.columns)
+    rows = xc._claims_table2(table)
+    assert len(rows) == len(zs.CLAIM_SCORINGS) * (len(TASKS) + 1)  # every task and the average
+    assert all(r.figure == "Table 2" for r in rows)
+    assert [(r.verdict.word, r.verdict.why) for r in rows] == [(NOT_TESTABLE, reason)] * len(rows)
+    assert {task for task in TASKS if any(f"({task}, " in r.claim for r in rows)} == set(TASKS)
+
+
+def test_a_skipped_task_is_not_testable_beside_the_measured_ones(capsys):
+    """One task skipped, one measured: the measured task and the average are judged as before (the average
+    over the measured tasks, saying how many were skipped), the skipped task's rows are not testable with its
+    reason; the note names the skipped tasks by reason."""
+    rows = [
+        {"task": "strategyqa", "n": 300, "kind": kind, "seed": seed, "scoring": scoring, "accuracy": acc,
+         "correct": round(acc * 300), "chance": 0.5, "majority_answer": 0.5, "shortest": 0.5, "longest": 0.5,
+         "no_prompt": 0.5}
+        for scoring in zs.SCORINGS
+        for kind, accs in (("sa", [0.70, 0.71, 0.69]), ("xsa", [0.72, 0.735, 0.71]))
+        for seed, acc in enumerate(accs)
+    ]  # fmt: skip
+    table = pd.DataFrame(rows, columns=list(zs.ZERO_SHOT_COLUMNS))
+    table.attrs[zs.SKIPPED] = {"math_qa": "gone"}
+    claims = {r.claim: r for r in xc._claims_table2(table)}
+    skipped = claims["XSA improves zero-shot accuracy (math_qa, log-likelihood per byte)"]
+    assert (skipped.verdict.word, skipped.verdict.why) == (NOT_TESTABLE, "gone")
+    measured = claims["XSA improves zero-shot accuracy (strategyqa, log-likelihood per byte)"]
+    assert measured.verdict.word == "holds"
+    average = claims["XSA improves average zero-shot accuracy (log-likelihood per byte)"]
+    assert average.verdict.word == "holds"
+    assert "1 of 1 tasks" in average.ours and "1 more skipped" in average.ours
+    note = xsa_experiment.skipped_note({"a": "gone", "b": "gone", "c": "lost"}, 6)
+    assert note.splitlines() == ["zero-shot tasks a, b: skipped: gone", "zero-shot tasks c: skipped: lost"]
+    assert xsa_experiment.skipped_note({"a": "gone", "b": "gone"}, 2) == "zero-shot tasks: skipped: gone"

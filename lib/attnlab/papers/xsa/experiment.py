@@ -21,7 +21,7 @@ from attnlab import paths
 from attnlab.data import shards
 from attnlab.data.tasks import TASKS, MultipleChoice, choice_logprobs, load_task
 from attnlab.data.tokenizer import Tokenizer
-from attnlab.errors import ParameterError, TrainingDiverged
+from attnlab.errors import DataUnavailable, ParameterError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment, with_steps
 from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
@@ -30,6 +30,8 @@ from attnlab.papers.xsa.zero_shot import (
     BASELINES,
     SAMPLE_SEED,
     SCORINGS,
+    SKIPPED,
+    ZERO_SHOT_COLUMNS,
     accuracy,
     best_baseline,
     no_prompt_accuracy,
@@ -546,11 +548,20 @@ class XSAExperiment(PaperExperiment):
         sample; ``grids`` as for :meth:`train_all`). A row per (task, kind, seed, scoring): the accuracy, the
         items answered correctly (accuracy x n, rounded: ties earn fractional credit) and the task's trivial
         baselines (:func:`~attnlab.papers.xsa.zero_shot.trivial_baselines`; ``no_prompt``: this model's
-        preferred answer without the prompt)."""
+        preferred answer without the prompt).
+
+        A task whose items cannot be had here (:class:`~attnlab.errors.DataUnavailable`: BIG-bench's sdist was
+        deleted from PyPI) is skipped: it has no rows, a line says why (:func:`skipped_note`), and the table
+        keeps ``{task: reason}`` (:func:`~attnlab.papers.xsa.zero_shot.skipped_tasks`) for its claims rows,
+        which are then "not testable here". With every task skipped the table is empty, with its columns."""
         size = self.sizes[-1]
-        rows = []
+        rows, skipped = [], {}
         for task in TASKS:
-            items = sample_items(load_task(task), self.preset.task_limit)
+            try:
+                items = sample_items(load_task(task), self.preset.task_limit)
+            except DataUnavailable as err:
+                skipped[task] = err.reason
+                continue
             baselines = trivial_baselines(items)
             for kind in KINDS:
                 for seed in self.seeds:
@@ -561,7 +572,11 @@ class XSAExperiment(PaperExperiment):
                         rows.append({"task": task, "n": result["n"], "kind": kind, "seed": seed,
                                      "scoring": scoring, "accuracy": acc, "correct": round(acc * result["n"]),
                                      **baselines, "no_prompt": result["no_prompt"]})  # fmt: skip
-        return pd.DataFrame(rows)
+        table = pd.DataFrame(rows, columns=list(ZERO_SHOT_COLUMNS))
+        if skipped:
+            print(skipped_note(skipped, len(TASKS)))
+            table.attrs[SKIPPED] = skipped
+        return table
 
     def _zero_shot_scores(self, task: str, items: list[MultipleChoice], model: GPT, spec: RunSpec) -> dict:
         """The scores on ``task`` of ``model`` (trained as ``spec``), from the results cache: every choice's
@@ -584,7 +599,8 @@ class XSAExperiment(PaperExperiment):
     def zero_shot_table(zero_shot: pd.DataFrame) -> pd.DataFrame:
         """Table 2 per task, scoring and kind: mean accuracy over seeds, its 95% Wilson interval (items
         answered correctly, seed mean), the task's chance level and its best trivial baseline (name and
-        accuracy; the no-prompt baseline as a seed mean)."""
+        accuracy; the no-prompt baseline as a seed mean); empty, with these columns, where every task was
+        skipped."""
         rows = []
         for (task, scoring, kind), g in zero_shot.groupby(["task", "scoring", "kind"], sort=False):
             n = int(g["n"].iloc[0])
@@ -593,7 +609,9 @@ class XSAExperiment(PaperExperiment):
             rows.append({"task": task, "scoring": scoring, "kind": kind, "n": n,
                          "chance": g["chance"].iloc[0], "baseline": name, "baseline_accuracy": value,
                          "accuracy": est.mean, "low": est.low, "high": est.high})  # fmt: skip
-        return pd.DataFrame(rows).set_index(["task", "scoring", "kind"])
+        columns = ["task", "scoring", "kind", "n", "chance", "baseline", "baseline_accuracy", "accuracy",
+                   "low", "high"]  # fmt: skip
+        return pd.DataFrame(rows, columns=columns).set_index(["task", "scoring", "kind"])
 
     # Claims -------------------------------------------------------------------------------------------
 
@@ -603,6 +621,19 @@ class XSAExperiment(PaperExperiment):
         from attnlab.papers.xsa.claims import claims as xsa_claims  # judged after computing
 
         return xsa_claims(self, evidence)
+
+
+def skipped_note(skipped: Mapping[str, str], tasks: int) -> str:
+    """The line(s) saying which zero-shot tasks were skipped and why (``skipped``: task -> reason, of
+    ``tasks`` in all): one line when every task was skipped for one reason, else one per reason naming its
+    tasks. The reasons hold no paths, so the note reads the same on every machine."""
+    by_reason: dict[str, list[str]] = {}
+    for task, reason in skipped.items():
+        by_reason.setdefault(reason, []).append(task)
+    if len(skipped) == tasks and len(by_reason) == 1:
+        return f"zero-shot tasks: skipped: {next(iter(by_reason))}"
+    lines = [f"zero-shot tasks {', '.join(names)}: skipped: {why}" for why, names in by_reason.items()]
+    return "\n".join(lines)
 
 
 def _unconditional_logprobs(

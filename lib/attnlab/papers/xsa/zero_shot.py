@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from attnlab.data.tasks import MultipleChoice, tie_credit
 
@@ -53,6 +54,19 @@ BASELINE_LABELS = {
     "longest": "always the longest answer",
     "no_prompt": "the answer the model prefers without the prompt",
 }
+
+
+#: The columns of Table 2's tidy table (``XSAExperiment.zero_shot``): a row per (task, kind, seed, scoring).
+ZERO_SHOT_COLUMNS = ("task", "n", "kind", "seed", "scoring", "accuracy", "correct", *BASELINES)
+#: Where a Table 2 table keeps the tasks it skipped, ``{task: why}`` (in its ``attrs``): a task whose items
+#: cannot be had here (BIG-bench's sdist was deleted from PyPI: ``attnlab.errors.DataUnavailable``) has no
+#: rows, and its claims rows are "not testable here" with that reason.
+SKIPPED = "skipped"
+
+
+def skipped_tasks(zero_shot: pd.DataFrame) -> dict[str, str]:
+    """The tasks a Table 2 table skipped, ``{task: why}`` (empty where every task was measured)."""
+    return dict(zero_shot.attrs.get(SKIPPED, {}))
 
 
 #: The seed of every task's item sample (:func:`sample_items`): fixed before any run, never changed to move a
