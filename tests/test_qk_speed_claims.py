@@ -745,6 +745,9 @@ def test_without_bigbench_sva_and_squad_are_skipped_and_their_rows_not_testable(
     reason = artifacts.unavailable_reason("bigbench")
     assert str(tmp_path) not in reason
     exp = qk_speed.configure(scale="smoke", device="cpu", workers=1)
+    planned = exp.planned_runs()  # make plan sizes every run, for machines that have the data
+    assert any(n.startswith("SVA") for n in planned) and any(n.startswith("SQuAD") for n in planned)
+    assert exp.planned_runs(here=True) == {}  # the notebook's own count: none of them trains here
     sva = {protocol: exp.sva(protocol) for protocol in exp.sva_protocols()}
     squad = {protocol: exp.squad(protocol) for protocol in qk_speed.SQUAD_PROTOCOLS}
     assert capsys.readouterr().out.splitlines() == [f"SVA: skipped: {reason}", f"SQuAD: skipped: {reason}"]
