@@ -402,6 +402,9 @@ def test_cost_figure_labels_both_implementations_and_says_where_naive_stops():
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert len(labels) == 2 and labels[1].startswith("naive")
         assert len(ax.get_lines()[1].get_xdata()) == 2  # the naive line has its two lengths
+        # one plain label per measured length, and no log-axis minor labels to overlap them
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["128", "256", "512", "1024"]
+        assert not [t for t in ax.get_xticklabels(minor=True) if t.get_text()]
     plt.close(fig)
     one = frame[(frame["impl"] != "naive") | (frame["T"] != 256)]
     fig = plots.cost(one, max_gb=1.5)

@@ -297,6 +297,9 @@ def cost(frame: pd.DataFrame, max_gb: float | None = None) -> plt.Figure:
         for impl, sub in frame.dropna(subset=[col]).groupby("impl", sort=False):
             ax.plot(sub["T"], sub[col], marker="o", label=labels.get(str(impl), str(impl)))
         ax.set(xscale="log", yscale="log", xlabel="sequence length T", ylabel=label)
+        lengths = sorted(frame["T"].unique())  # one plain label per measured length, no log-axis minor labels
+        ax.set_xticks(lengths, labels=[str(int(t)) for t in lengths])
+        ax.xaxis.set_minor_locator(plt.NullLocator())
         ax.legend(fontsize=7)
     fig.suptitle(_naive_coverage(frame, max_gb), fontsize=9)
     fig.tight_layout()
