@@ -448,3 +448,19 @@ def test_sva_linzen_has_499_items_with_two_or_more_choices():
     kept = task_items("sva_linzen", None)
     assert len(kept) == len(every) - 1 == 499 and all(len(item.choices) >= 2 for item in kept)
     assert len(task_items("sva_linzen", 100)) == 100  # the single-choice item lies past the first 100
+
+
+def test_cost_reads_a_pinned_models_shape_from_its_local_folder(tmp_path, monkeypatch):
+    """`cost()` with `model=gemma3-270m` once asked the hub for a config named "gemma3-270m" (and failed
+    offline): a pinned name's shape comes from its verified local folder, never the hub."""
+    from transformers import LlamaConfig
+
+    from attnlab.papers.contribution_weights import experiment
+
+    LlamaConfig(num_attention_heads=4, num_key_value_heads=1, hidden_size=640).save_pretrained(tmp_path)
+    asked = []
+    monkeypatch.setattr(experiment, "checkpoint", lambda name: asked.append(name) or tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert experiment._model_shape("gemma3-270m") == (4, 640)
+    assert asked == ["gemma3-270m"]
+    assert experiment._model_shape("smollm2") == (9, 576)
