@@ -455,11 +455,12 @@ def test_cost_reads_a_pinned_models_shape_from_its_local_folder(tmp_path, monkey
     offline): a pinned name's shape comes from its verified local folder, never the hub."""
     from transformers import LlamaConfig
 
+    from attnlab import hf
     from attnlab.papers.contribution_weights import experiment
 
     LlamaConfig(num_attention_heads=4, num_key_value_heads=1, hidden_size=640).save_pretrained(tmp_path)
     asked = []
-    monkeypatch.setattr(experiment, "checkpoint", lambda name: asked.append(name) or tmp_path)
+    monkeypatch.setattr(hf, "checkpoint", lambda name: asked.append(name) or tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert experiment._model_shape("gemma3-270m") == (4, 640)
     assert asked == ["gemma3-270m"]

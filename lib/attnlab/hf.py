@@ -339,6 +339,18 @@ def smollm2_checkpoint() -> Path:
     return checkpoint("smollm2")
 
 
+def model_source(name_or_path: str | Path, gguf_file: str | None = None) -> tuple[str | Path, dict[str, str]]:
+    """Where transformers reads ``name_or_path`` from, and the keyword it needs: a pinned model's verified
+    float32 folder (:func:`checkpoint`), a ``.gguf`` file's folder with ``gguf_file``, anything else as
+    given."""
+    if str(name_or_path) in PRETRAINED:
+        name_or_path = checkpoint(str(name_or_path))
+    path = Path(name_or_path)
+    if path.suffix == ".gguf" and path.is_file():
+        name_or_path, gguf_file = path.parent, path.name
+    return name_or_path, {"gguf_file": gguf_file} if gguf_file else {}
+
+
 def load(
     name_or_path: str | Path = "smollm2",
     *,
@@ -356,12 +368,7 @@ def load(
     (identical numbers to ``"eager"``; ``capture`` and ``intervene`` switch other implementations on the fly).
     A tokenizer without a pad token gets its EOS token as pad token, so batches of texts can be padded.
     """
-    if str(name_or_path) in PRETRAINED:
-        name_or_path = checkpoint(str(name_or_path))
-    path = Path(name_or_path)
-    if path.suffix == ".gguf" and path.is_file():
-        name_or_path, gguf_file = path.parent, path.name
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    name_or_path, kwargs = model_source(name_or_path, gguf_file)
     tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

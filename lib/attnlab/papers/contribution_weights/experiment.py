@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,13 +30,12 @@ from attnlab.data.corpora import load_corpus
 from attnlab.data.tasks import MultipleChoice, answer_text, load_mmlu, load_task
 from attnlab.errors import DataUnavailable, ParameterError
 from attnlab.hf import (
-    PRETRAINED,
     TextModel,
     capture,
     check_model_name,
-    checkpoint,
     describe,
     load_text_model,
+    model_source,
     value_scale,
 )
 from attnlab.metrics import contribution_weights
@@ -478,19 +476,14 @@ def _pool_cosines(rows: list[dict]) -> dict:
 
 
 def _model_shape(name: str) -> tuple[int, int]:
-    """(query heads, model width) of a model, from its config alone (SmolLM2: 9, 576). A pinned name is read
-    from its verified float32 folder (fetched and converted on first use, as :func:`load_text_model` does),
-    a ``.gguf`` file from its header, anything else as transformers resolves it."""
+    """(query heads, model width) of a model, from its config alone (SmolLM2: 9, 576), read where
+    :func:`attnlab.hf.load` reads it (a pinned name from its verified local folder, never the hub)."""
     if name == "smollm2":
         return 9, 576
     from transformers import AutoConfig
 
-    if name in PRETRAINED:
-        cfg = AutoConfig.from_pretrained(checkpoint(name))
-    elif name.endswith(".gguf") and Path(name).is_file():
-        cfg = AutoConfig.from_pretrained(Path(name).parent, gguf_file=Path(name).name)
-    else:
-        cfg = AutoConfig.from_pretrained(name)
+    source, kwargs = model_source(name)
+    cfg = AutoConfig.from_pretrained(source, **kwargs)
     return cfg.num_attention_heads, cfg.hidden_size
 
 
