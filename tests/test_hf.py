@@ -437,3 +437,44 @@ def test_an_uncached_hub_name_is_accepted_online_and_refused_offline(monkeypatch
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ParameterError, match="hub downloads are off here \\(HF_HUB_OFFLINE is set\\)"):
         hf.check_model_name(name)
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3-softcapped"])
+def test_nll_from_the_head_in_chunks_is_the_nll_of_the_full_logits(family, monkeypatch):
+    """``capture_nll`` and ``TextModel.nll`` run the output head a few positions at a time (3 here, so a
+    chunk boundary falls inside a sequence): the same per-sequence NLL as the full logits, clean and under an
+    intervention entered around the call, with Gemma's final logit soft-capping applied; the head is put
+    back afterwards, also when the pass fails."""
+    import transformers
+
+    if family == "llama":
+        model = _tiny_llama()
+    else:
+        cfg = transformers.Gemma3TextConfig(
+            vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=1, head_dim=16, max_position_embeddings=64, final_logit_softcapping=0.5,
+        )  # fmt: skip
+        torch.manual_seed(0)
+        model = transformers.Gemma3ForCausalLM(cfg).eval()
+    monkeypatch.setattr(hf.head_nll, "__defaults__", (3,))
+    head = model.get_output_embeddings()
+    ids = torch.randint(0, 64, (2, 7), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits
+    expected = hf.window_nll(logits, ids)
+    if family != "llama":  # the capping bounds the logits to +-0.5, so the NLL is near log(64)
+        assert logits.abs().max() <= 0.5
+        assert torch.allclose(expected / 6, torch.full((2,), np.log(64.0)), atol=1.0)
+    nll, records = hf.capture_nll(model, ids, layers=[1])
+    torch.testing.assert_close(nll, expected, rtol=1e-5, atol=1e-5)
+    assert nll.shape == (2,) and set(records) == {1} and records[1]["pattern"].shape[-1] == 7
+    scale = {1: hf.value_scale(torch.arange(7).eq(0).expand(2, 7))}  # the first token's terms zeroed
+    with torch.no_grad(), hf.intervene(model, scale):
+        intervened = hf.window_nll(model(input_ids=ids).logits, ids)
+        from_head = hf.TextModel(model).nll(ids)
+    torch.testing.assert_close(from_head, intervened, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(intervened, expected, atol=1e-3)
+    assert model.get_output_embeddings() is head
+    with pytest.raises(IndexError), torch.no_grad():
+        hf.TextModel(model).nll(torch.full((1, 3), 999))  # an id outside the vocabulary
+    assert model.get_output_embeddings() is head

@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
+from attnlab.errors import ParameterError  # noqa: E402
 from attnlab.papers import contribution_weights as cw  # noqa: E402
 from attnlab.papers.contribution_weights import scale  # noqa: E402
 from attnlab.runner.claims import Claim  # noqa: E402
@@ -42,6 +43,35 @@ def test_the_main_protocol_can_run_in_bfloat16_and_says_so():
     assert exp.preset.dtype == "bfloat16" and exp.weights.endswith(", run in bfloat16")
     assert exp.changed == {"model": "gemma3-270m", "preset.dtype": "bfloat16"}  # its own figures folder
     assert cw.configure(scale="cpu", dtype="float32").is_default  # the preset's, given explicitly
+
+
+def test_scale_models_chooses_the_scale_sections_models_in_size_order(monkeypatch):
+    assert cw.configure(scale="cpu").scale_models == ()  # the preset's four
+    exp = cw.configure(scale="cpu", model="gemma3-270m", scale_models=["qwen2.5-coder-1.5b", "gemma3-270m"])
+    assert exp.scale_models == ("gemma3-270m", "qwen2.5-coder-1.5b")  # smallest first, as the figure reads
+    assert "scale_models" in exp.changed
+    for bad in (["gpt2"], "gemma3-270m", [3]):
+        with pytest.raises(ParameterError, match="scale_models"):
+            cw.configure(scale="cpu", scale_models=bad)
+    measured = []
+
+    class Fake:
+        tasks, weights = (), "w"
+
+        def __init__(self, name):
+            self.name = name
+
+        def sinks(self):
+            measured.append(self.name)
+
+        def faithfulness(self):
+            pass
+
+    monkeypatch.setattr(scale, "experiment_for", lambda exp, name, s: Fake(name))
+    monkeypatch.setattr(scale, "parameters", lambda name: 1)
+    assert list(scale.measure(exp, scale.PRESETS["cpu"])) == measured == ["gemma3-270m", "qwen2.5-coder-1.5b"]
+    scale.measure(cw.configure(scale="cpu"), scale.PRESETS["smoke"])
+    assert measured[2:] == ["smollm2"]  # empty: the scale preset's own models
 
 
 def test_parameters_are_counted_from_the_checkpoint_headers(tmp_path, monkeypatch):

@@ -9,11 +9,10 @@ import pytest
 import torch
 
 from attnlab.errors import ParameterError
-from attnlab.hf import intervene
+from attnlab.hf import intervene, window_nll
 from attnlab.metrics import contribution_weights, projected_values
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers import synthesis
-from attnlab.papers.contribution_weights.faithfulness import window_nll
 from attnlab.papers.synthesis import claims as sc
 from attnlab.papers.synthesis.lenses import (
     EXCLUDED,

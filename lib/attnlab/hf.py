@@ -73,6 +73,7 @@ _choose_hub_mode()
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 from transformers import (  # noqa: E402
     AttentionInterface,
@@ -422,6 +423,16 @@ class TextModel:
     def n_layers(self) -> int:
         return len(attention_modules(self.model))
 
+    def nll(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Summed next-token negative log-likelihood of each sequence of ``input_ids`` (B, T): (B,), float32.
+        A Hugging Face model's output head runs on a few hundred positions at a time (:func:`head_nll`), so
+        the (B, T, V) logits never exist at once; interventions entered around the call apply."""
+        if isinstance(self.model, GPT):
+            return window_nll(self.model(input_ids)[0], input_ids)
+        with _head_inputs(self.model) as head:
+            self.model(input_ids=input_ids, use_cache=False)
+        return head_nll(self.model, head.hidden, input_ids)
+
     def logits(self, input_ids: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
         """Next-token logits (B, T, V) of ``input_ids`` (B, T), no padding mask (right padding is harmless
         in a causal model); with ``keep`` (B, P) positions, only theirs (B, P, V) (``keep_logits``)."""
@@ -739,6 +750,93 @@ def capture(
             input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **_logits_to_keep(keep)
         )
     return out.logits, records
+
+
+@torch.no_grad()
+def capture_nll(
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    layers: Sequence[int] | None = None,
+    scales: Scales | None = None,
+) -> tuple[torch.Tensor, dict[int, LayerRecord]]:
+    """:func:`capture`, but the summed next-token negative log-likelihood of each sequence (B,) float32 in
+    place of the logits: a Hugging Face model's output head runs a few hundred positions at a time
+    (:func:`head_nll`). Gemma-3-270M's head onto 262,144 tokens costs more than its 18 layers, and its
+    (B, T, V) logits in float32 take 2.4 GB for 48 windows of 48 tokens."""
+    if isinstance(model, GPT):
+        logits, records = capture(model, input_ids, layers=layers, scales=scales)
+        return window_nll(logits, input_ids), records
+    with _head_inputs(model) as head:
+        _, records = capture(model, input_ids, layers=layers, scales=scales)
+    return head_nll(model, head.hidden, input_ids), records
+
+
+def window_nll(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Next-token negative log-likelihood of ``ids`` (B, T) under ``logits`` (B, T, V), summed per sequence:
+    (B,), float32."""
+    nll = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction="none")
+    return nll.view(ids.shape[0], -1).sum(-1)
+
+
+class _HeadInput(nn.Module):
+    """Stands in for a causal LM's output head: keeps its input, the final hidden states (B, T, D), and
+    returns empty logits (B, T, 0)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = torch.empty(0)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        self.hidden = hidden
+        return hidden[..., :0]
+
+
+def _output_head(model: nn.Module) -> nn.Module:
+    head = cast(PreTrainedModel, model).get_output_embeddings()  # every model but a GPT is a Hugging Face one
+    if head is None:
+        raise ValueError(f"{type(model).__name__} has no output head")
+    return head
+
+
+@contextlib.contextmanager
+def _head_inputs(model: nn.Module) -> Iterator[_HeadInput]:
+    """Within the block, a Hugging Face causal LM's output head is a :class:`_HeadInput`: a forward pass
+    computes no logits and leaves the final hidden states in the yielded module."""
+    head = _output_head(model)
+    name = next((n for n, m in model.named_children() if m is head), None)
+    if name is None:
+        raise ValueError(f"{type(model).__name__} has no output head among its direct children")
+    recorder = _HeadInput()
+    setattr(model, name, recorder)
+    try:
+        yield recorder
+    finally:
+        setattr(model, name, head)
+
+
+#: Positions whose logits exist at once in :func:`head_nll` (512 x 262,144 floats: 0.5 GB for Gemma 3).
+HEAD_CHUNK = 512
+
+
+def head_nll(
+    model: nn.Module, hidden: torch.Tensor, ids: torch.Tensor, chunk: int = HEAD_CHUNK
+) -> torch.Tensor:
+    """Summed next-token negative log-likelihood of ``ids`` (B, T) from a Hugging Face causal LM's final
+    hidden states ``hidden`` (B, T, D): its output head (and final logit soft-capping, as Gemma 2 has) on
+    ``chunk`` positions at a time, the log-softmax in float32. Equals ``window_nll`` of the model's logits up
+    to float rounding (unit-tested)."""
+    head = _output_head(model)
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    states = hidden[:, :-1].reshape(-1, hidden.shape[-1])  # (B (T - 1), D): the positions that predict
+    targets = ids[:, 1:].reshape(-1)
+    nll = torch.empty(len(targets), dtype=torch.float32, device=hidden.device)
+    for s in range(0, len(targets), chunk):
+        logits = head(states[s : s + chunk]).float()  # (chunk, V)
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        picked = logits.gather(-1, targets[s : s + chunk, None])[:, 0]
+        nll[s : s + chunk] = torch.logsumexp(logits, dim=-1) - picked
+    return nll.view(ids.shape[0], -1).sum(-1)
 
 
 def keep_logits(logits: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:

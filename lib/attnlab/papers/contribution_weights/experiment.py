@@ -30,8 +30,10 @@ from attnlab.data.corpora import load_corpus
 from attnlab.data.tasks import MultipleChoice, answer_text, load_mmlu, load_task
 from attnlab.errors import DataUnavailable, ParameterError
 from attnlab.hf import (
+    CAUSAL_LMS,
     TextModel,
     capture,
+    capture_nll,
     check_model_name,
     describe,
     load_text_model,
@@ -43,7 +45,6 @@ from attnlab.papers.contribution_weights.faithfulness import (
     choice_accuracy,
     intervention_curves,
     layer_sets,
-    token_nll,
     window_areas,
     with_delta,
 )
@@ -98,6 +99,7 @@ class ContributionExperiment(PaperExperiment):
     text_sets: tuple[str, ...]
     tasks: tuple[str, ...]
     seed: int
+    scale_models: tuple[str, ...] = ()  # the scale section's pinned models; empty: its preset's (``scale``)
 
     @functools.cached_property
     def lm(self) -> TextModel:
@@ -290,12 +292,12 @@ class ContributionExperiment(PaperExperiment):
             rng = np.random.default_rng(self.seed)
             for start in range(0, len(ids), p.batch_size):
                 batch = ids[start : start + p.batch_size]
-                logits, records = capture(lm.model, batch)
+                clean, records = capture_nll(lm.model, batch)
                 sink = value_scale(torch.arange(batch.shape[1], device=batch.device).eq(0).expand_as(batch))
                 scales = dict.fromkeys(records, sink)
-                logits_removed, records_removed = capture(lm.model, batch, scales=scales)
-                nll_clean += token_nll(logits, batch).item()
-                nll_removed += token_nll(logits_removed, batch).item()
+                removed, records_removed = capture_nll(lm.model, batch, scales=scales)
+                nll_clean += clean.sum().item()
+                nll_removed += removed.sum().item()
                 spread.append(output_spread(records).assign(batch=start, state="clean"))
                 spread.append(
                     output_spread(records_removed, scales).assign(batch=start, state="sink removed")
@@ -498,12 +500,14 @@ def configure(
     layers: int = 0,
     windows: int = 0,
     dtype: str = "",
+    scale_models: list[str] | tuple[str, ...] = (),
 ) -> ContributionExperiment:
     """Validate the notebook's parameters and resolve them against the scale's preset. ``fractions``: the
     fractions of value terms zeroed per query on the faithfulness curves (at least two, each in (0, 1); the
     clean pass, fraction 0, is always there); ``layers``: how many evenly spaced layers are intervened on (at
     most the model's); ``windows``: text windows per text set (at least two); ``dtype``: the pretrained
-    model's precision (:data:`DTYPES`); empty or 0: the preset's."""
+    model's precision (:data:`DTYPES`); ``scale_models``: the pinned models of the scale section
+    (``attnlab.papers.contribution_weights.scale``), smallest first; empty or 0: the preset's."""
     scale = check_scale(scale)
     preset = PRESETS[scale]
     if not isinstance(model, str):
@@ -533,4 +537,7 @@ def configure(
         text_sets=check_subset("text_sets", text_sets, TEXT_SETS, preset.text_sets),
         tasks=check_subset("tasks", tasks, DOWNSTREAM, preset.tasks),
         seed=seed,
+        scale_models=tuple(
+            m for m in CAUSAL_LMS if m in check_subset("scale_models", scale_models, CAUSAL_LMS, ())
+        ),
     )

@@ -49,7 +49,15 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from attnlab.data.tasks import MultipleChoice, tie_credit
-from attnlab.hf import TextModel, capture, decoder_layers, intervene, recording_layer_inputs, resume_at
+from attnlab.hf import (
+    TextModel,
+    capture,
+    capture_nll,
+    decoder_layers,
+    intervene,
+    recording_layer_inputs,
+    resume_at,
+)
 from attnlab.metrics import IMPORTANCE_MEASURES, attention_outputs
 
 MODES = ("comprehensiveness", "sufficiency")
@@ -131,18 +139,6 @@ def layer_sets(n_layers: int, count: int) -> dict[str, tuple[int, ...]]:
     return sets
 
 
-def token_nll(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """Summed next-token negative log-likelihood of ``ids`` (B, T) under ``logits`` (B, T, V)."""
-    return window_nll(logits, ids).sum()
-
-
-def window_nll(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """Next-token negative log-likelihood of ``ids`` (B, T) under ``logits`` (B, T, V), summed per window:
-    (B,)."""
-    nll = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction="none")
-    return nll.view(ids.shape[0], -1).sum(-1)
-
-
 def _batches(n: int, batch_size: int) -> Iterable[slice]:
     return (slice(s, min(s + batch_size, n)) for s in range(0, n, batch_size))
 
@@ -189,8 +185,8 @@ def intervention_curves(
         starts = sorted({min(layers) for layers in sets.values()}) if skip else []
         with contextlib.ExitStack() as stack:
             inputs = stack.enter_context(recording_layer_inputs(lm.model, starts)) if skip else {}
-            logits, records = capture(lm.model, ids, layers=needed)
-        clean = window_nll(logits, ids).tolist()
+            clean_nll, records = capture_nll(lm.model, ids, layers=needed)
+        clean = clean_nll.tolist()
         stacked = ids.repeat(len(fractions), 1)  # (F B, T): copy k holds fraction k
         for scope, mode, measure in settings:
             scores = {
@@ -204,7 +200,7 @@ def intervention_curves(
                         hidden = inputs[min(layers)].repeat(len(fractions), 1, 1)  # (F B, T, D)
                         stack.enter_context(resume_at(lm.model, min(layers), hidden))
                     stack.enter_context(intervene(lm.model, scale))
-                    nll = window_nll(lm.logits(stacked), stacked).view(len(fractions), -1)  # (F, B)
+                    nll = lm.nll(stacked).view(len(fractions), -1)  # (F, B)
                 for k, f in enumerate(fractions):
                     for b, w in enumerate(range(span.start, span.stop)):
                         rows.append({

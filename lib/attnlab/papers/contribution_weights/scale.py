@@ -107,12 +107,13 @@ def parameters(name: str) -> int:
 
 
 def measure(exp: ContributionExperiment, scale: Scale) -> dict[str, dict[str, Any]]:
-    """Each model of ``scale``: ``{name: {"experiment", "parameters", "sinks", "curves", "downstream"}}``,
-    the notebook's own results of :func:`experiment_for` (the downstream table empty for a model given no
-    task, or whose tasks' data is unavailable here: ``ContributionExperiment.downstream`` prints that it
-    skips them); prints each model's time (a cached re-run: seconds)."""
+    """Each model of ``scale`` (those of ``exp.scale_models`` where it names some):
+    ``{name: {"experiment", "parameters", "sinks", "curves", "downstream"}}``, the notebook's own results of
+    :func:`experiment_for` (the downstream table empty for a model given no task, or whose tasks' data is
+    unavailable here: ``ContributionExperiment.downstream`` prints that it skips them); prints each model's
+    time (a cached re-run: seconds)."""
     out = {}
-    for name in scale.models:
+    for name in exp.scale_models or scale.models:
         start = time.perf_counter()
         e = experiment_for(exp, name, scale)
         downstream = e.downstream() if e.tasks else pd.DataFrame(columns=DOWNSTREAM_COLUMNS)

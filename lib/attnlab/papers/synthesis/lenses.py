@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from attnlab.attention import CausalSelfAttention, previous_values
-from attnlab.hf import intervene
+from attnlab.hf import intervene, window_nll
 from attnlab.metrics import (
     contribution_weights,
     per_query_head,
@@ -32,7 +32,7 @@ from attnlab.metrics import (
     stable_rank,
 )
 from attnlab.model import GPT
-from attnlab.papers.contribution_weights.faithfulness import MODES, rank_mask, window_nll
+from attnlab.papers.contribution_weights.faithfulness import MODES, rank_mask
 from attnlab.papers.contribution_weights.sinks import position_value_cosines
 from attnlab.papers.sd_routing.routing import gpt_qk, head_forms, model_heads
 from attnlab.papers.xsa.diagnostics import cache_bytes_per_sequence
