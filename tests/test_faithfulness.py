@@ -13,6 +13,7 @@ from attnlab.metrics import contribution_weights
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.contribution_weights.faithfulness import (
     _choice_batch,
+    _length_batches,
     _read_positions,
     choice_accuracy,
     choice_scores,
@@ -190,7 +191,7 @@ def test_areas_on_both_scales():
 def test_clean_choice_scores_match_one_sequence_at_a_time():
     lm = tiny_gpt()
     items = [MultipleChoice("ab", (" c", " dd"), 0), MultipleChoice("xyz w", ("1", "22", "3"), 2)]
-    frame = choice_accuracy(lm, items, [("contribution", "sufficiency", 0.0)], batch_size=2)
+    frame = choice_accuracy(lm, items, [("contribution", "sufficiency", 0.0)], batch_tokens=100)
     assert list(frame["chance"]) == [0.5, 1 / 3] * 2
     credit = []
     for item in items:
@@ -219,15 +220,25 @@ def test_single_token_choices_are_scored_from_one_pass_of_the_prompt():
     seqs, reads = _choice_batch(lm, items)
     assert len(seqs) == 3 and [len(r) for r in reads] == [4, 1, 1]  # one pass for the lettered item
     setting = ("contribution", "comprehensiveness", 0.3)
-    scores = choice_scores(lm, items, [setting], layers=[1, 2], batch_size=2)
+    scores = choice_scores(lm, items, [setting], layers=[1, 2], batch_tokens=100)
     for key in (("none", "none", 0.0), setting):
         expected = []
         for item in items:
             for choice in item.choices:
                 one = MultipleChoice(item.prompt, (choice, choice + choice), 0)  # one sequence per choice
-                expected.append(choice_scores(lm, [one], [setting], layers=[1, 2], batch_size=1)[key][0])
+                expected.append(choice_scores(lm, [one], [setting], layers=[1, 2], batch_tokens=1)[key][0])
         assert np.allclose(scores[key], expected, rtol=1e-5, atol=1e-5)
     assert not np.allclose(scores[setting], scores["none", "none", 0.0], atol=1e-3)  # the mask did something
+
+
+def test_length_batches_fill_a_token_budget_and_never_split_or_drop_a_sequence():
+    lengths = [3, 3, 4, 5, 9, 20, 30]
+    batches = _length_batches(lengths, 16)
+    assert [(b.start, b.stop) for b in batches] == [(0, 3), (3, 4), (4, 5), (5, 6), (6, 7)]
+    for b in batches:  # within the budget, or one sequence alone
+        assert (b.stop - b.start) * lengths[b.stop - 1] <= 16 or b.stop - b.start == 1
+    assert [(b.start, b.stop) for b in _length_batches(lengths, 1000)] == [(0, 7)]
+    assert _length_batches([], 16) == []
 
 
 def test_read_positions_keep_only_the_logits_the_reads_need():
@@ -291,7 +302,7 @@ def test_choice_scores_of_a_hugging_face_model_skip_only_what_the_intervention_c
     lm = TextModel(tiny_llama(vocab=256, layers=4))  # byte tokens
     items = [MultipleChoice("the cat", (" sat", " runs"), 0), MultipleChoice("xyz w", ("1", "22", "3"), 2)]
     setting = ("contribution", "comprehensiveness", 0.3)
-    scores = choice_scores(lm, items, [setting], layers=[2, 3], batch_size=3)
+    scores = choice_scores(lm, items, [setting], layers=[2, 3], batch_tokens=100)
     expected = []
     with torch.no_grad():
         for item in items:

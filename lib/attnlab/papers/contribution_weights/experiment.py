@@ -256,7 +256,7 @@ class ContributionExperiment(PaperExperiment):
                 items = task_items(task, p.task_limit, p.mmlu_per_subject)  # first: see faithfulness
                 lm = self.lm
                 layers = list(self.layer_sets(lm.n_layers).values())[-1]  # the layers together
-                frame = choice_accuracy(lm, items, settings, layers, "joint", p.batch_size * 2, task)
+                frame = choice_accuracy(lm, items, settings, layers, "joint", desc=task)
                 return frame.to_dict("list")
 
             try:

@@ -143,6 +143,23 @@ def _batches(n: int, batch_size: int) -> Iterable[slice]:
     return (slice(s, min(s + batch_size, n)) for s in range(0, n, batch_size))
 
 
+#: Padded tokens per multiple-choice batch (``choice_scores``): 16 MMLU prompts of 128 tokens.
+BATCH_TOKENS = 2048
+
+
+def _length_batches(lengths: Sequence[int], budget: int) -> list[slice]:
+    """Consecutive batches of sequences sorted by ``lengths`` (ascending), each as many as fit ``budget``
+    padded tokens (its size times its longest length), at least one: long sequences go in small batches,
+    so little compute is spent on padding."""
+    batches, start = [], 0
+    for end in range(1, len(lengths) + 1):
+        if end < len(lengths) and (end + 1 - start) * lengths[end] <= budget:
+            continue
+        batches.append(slice(start, end))
+        start = end
+    return batches
+
+
 def _stacked_scale(
     scores: Mapping[int, torch.Tensor], fractions: Sequence[float], top: bool, scope: str
 ) -> Callable[[int], torch.Tensor | None]:
@@ -304,22 +321,24 @@ def choice_scores(
     interventions: Sequence[tuple[str, str, float]],
     layers: Sequence[int] | None = None,
     scope: str = "joint",
-    batch_size: int = 16,
+    batch_tokens: int = BATCH_TOKENS,
     desc: str = "multiple choice",
 ) -> dict[tuple[str, str, float], list[float]]:
     """The summed log-likelihood of every (item, choice)'s tokens after its prompt, flat in item order,
     without intervention (key ("none", "none", 0.0)) and under each (measure, mode, fraction) of
     ``interventions`` in ``layers`` (default all), ranked within ``scope`` on the clean pass of the same
-    sequence. The sequences are batched by length (little padding) and the logits computed only at the
-    positions read (``attnlab.hf.keep_logits``); in a Hugging Face model the layers below the intervened
-    ones are not run again: they start from the clean pass's hidden states."""
+    sequence. The sequences are sorted by length and batched up to ``batch_tokens`` padded tokens
+    (``_length_batches``: little padding), and the logits computed only at the positions read
+    (``attnlab.hf.keep_logits``); in a Hugging Face model the layers below the intervened ones are not run
+    again: they start from the clean pass's hidden states."""
     seqs, reads = _choice_batch(lm, items)
     settings = [("none", "none", 0.0), *interventions]
     hf_model = decoder_layers(lm.model) is not None
     start = min(layers) if hf_model and layers else 0
     by_seq: dict[tuple, list[list[float]]] = {s: [[] for _ in seqs] for s in settings}
     order = sorted(range(len(seqs)), key=lambda k: len(seqs[k]))  # stable: ties keep item order
-    for rows in tqdm(list(_batches(len(seqs), batch_size)), desc=desc, mininterval=15):
+    batches = _length_batches([len(seqs[k]) for k in order], batch_tokens)
+    for rows in tqdm(batches, desc=desc, mininterval=15):
         chosen_seqs = order[rows]
         chunk = [seqs[k] for k in chosen_seqs]
         width = max(len(s) for s in chunk)
@@ -361,7 +380,7 @@ def choice_accuracy(
     interventions: Sequence[tuple[str, str, float]],
     layers: Sequence[int] | None = None,
     scope: str = "joint",
-    batch_size: int = 16,
+    batch_tokens: int = BATCH_TOKENS,
     desc: str = "multiple choice",
 ) -> pd.DataFrame:
     """Zero-shot multiple choice on ``items`` (each choice scored by the summed log-likelihood of its tokens
@@ -370,7 +389,7 @@ def choice_accuracy(
     clean pass of the same sequence. Returns one row per item and setting: columns item, measure, mode,
     fraction, credit (0, 1 or a tie's share) and chance (1 / the item's number of choices); the clean rows
     have measure "none"."""
-    scores = choice_scores(lm, items, interventions, layers, scope, batch_size, desc)
+    scores = choice_scores(lm, items, interventions, layers, scope, batch_tokens, desc)
     rows_out = []
     for (name, mode, f), flat in scores.items():
         it = iter(flat)
