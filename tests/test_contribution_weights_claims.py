@@ -361,7 +361,8 @@ def _sinks(layers: int = 4) -> dict:
          for layer, n in zip(range(layers), NOISE, strict=False)
          for state, c, cv, k in (("clean", 0.3, 0.1, 1), ("sink removed", 0.8, 0.2, 2))]
     )  # fmt: skip
-    return {"decomposition": _decomposition(layers), "decomposition_bos": _decomposition(layers),
+    return {"first_token": "first text token", "decomposition": _decomposition(layers),
+            "decomposition_bos": _decomposition(layers),
             "cosines": cosines, "positions": positions, "fits": fits, "spread": spread,
             "ppl": {"clean": 10.0, "sink removed": 20.0}}  # fmt: skip
 

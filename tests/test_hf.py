@@ -478,3 +478,34 @@ def test_nll_from_the_head_in_chunks_is_the_nll_of_the_full_logits(family, monke
     with pytest.raises(IndexError), torch.no_grad():
         hf.TextModel(model).nll(torch.full((1, 3), 999))  # an id outside the vocabulary
     assert model.get_output_embeddings() is head
+
+
+class _WordTokenizer:
+    """Word ids (the word's length), with ``bos`` put first by default when it is given, as Gemma's does."""
+
+    def __init__(self, bos=None):
+        self.bos = bos
+
+    def __call__(self, text, add_special_tokens=True):
+        ids = [len(word) for word in text.split()]
+        return {"input_ids": ([self.bos] if add_special_tokens and self.bos is not None else []) + ids}
+
+
+def test_windows_begin_with_the_tokens_the_tokenizer_puts_first():
+    """A model trained with BOS first (Gemma) is fed its windows with BOS first, keeping their length; a
+    tokenizer that adds nothing gives the plain windows, at the same offsets as before."""
+    text = " ".join("x" * (k + 1) for k in range(200))  # token k + 1 at position k
+    plain = hf.TextModel(torch.nn.Linear(1, 1), _WordTokenizer())
+    gemma_like = hf.TextModel(torch.nn.Linear(1, 1), _WordTokenizer(bos=99))
+    assert plain.prefix == [] and gemma_like.prefix == [99]
+    w = plain.text_windows(text, 10, 4, seed=0)
+    assert w.shape == (4, 10)
+    for row in w.tolist():  # contiguous runs of the text at multiples of 10
+        assert row == list(range(row[0], row[0] + 10)) and (row[0] - 1) % 10 == 0
+    b = gemma_like.text_windows(text, 10, 4, seed=0)
+    assert b.shape == (4, 10) and (b[:, 0] == 99).all()
+    for row in b[:, 1:].tolist():  # BOS, then 9 contiguous text tokens at a multiple of 9
+        assert row == list(range(row[0], row[0] + 9)) and (row[0] - 1) % 9 == 0
+    with pytest.raises(ValueError, match="no room"):
+        gemma_like.text_windows(text, 1, 1, seed=0)
+    assert hf.TextModel(GPT(GPTConfig(n_layer=1, d_model=8, n_head=2, head_dim=4, block_size=8))).prefix == []

@@ -396,17 +396,35 @@ class TextModel:
             return ByteTokenizer().encode(text).tolist()
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    @functools.cached_property
+    def prefix(self) -> list[int]:
+        """The special tokens the tokenizer puts before every text by default, as the model was trained:
+        Gemma's BOS ([2]); none for SmolLM2, Qwen and this project's GPT. Gemma-3-270M without its BOS is
+        far outside its training distribution: perplexity 1,155 on eight Brown windows of 48 tokens, 53 with
+        it."""
+        if self.tokenizer is None:
+            return []
+        full = self.tokenizer("a")["input_ids"]
+        plain = self.tokenizer("a", add_special_tokens=False)["input_ids"]
+        at = next((k for k in range(len(full)) if full[k : k + len(plain)] == plain), 0)
+        return list(full[:at])
+
     def text_windows(
         self, text: str, length: int, count: int, seed: int, what: str = "the text"
     ) -> torch.Tensor:
         """``count`` windows of ``length`` tokens of ``text`` (count, length), at distinct offsets drawn with
-        ``seed``, in text order; ``what`` names the text in the error when it is too short."""
-        ids = self.encode(text)
-        slots = len(ids) // length
+        ``seed``, in text order; ``what`` names the text in the error when it is too short. Each window
+        begins with the tokenizer's :attr:`prefix` (Gemma's BOS) followed by ``length`` - len(prefix) text
+        tokens."""
+        ids, prefix = self.encode(text), self.prefix
+        span = length - len(prefix)  # text tokens per window
+        if span < 1:
+            raise ValueError(f"windows of {length} tokens leave no room for text after the prefix {prefix}")
+        slots = len(ids) // span
         if slots < count:
             raise ValueError(f"{what} has {slots} windows of {length} tokens, {count} asked")
-        starts = sorted(np.random.default_rng(seed).choice(slots, size=count, replace=False) * length)
-        return torch.tensor([ids[s : s + length] for s in starts], dtype=torch.long)
+        starts = sorted(np.random.default_rng(seed).choice(slots, size=count, replace=False) * span)
+        return torch.tensor([prefix + ids[s : s + span] for s in starts], dtype=torch.long)
 
     def token_strings(self, ids: Sequence[int]) -> list[str]:
         """A readable string per token (for axis labels)."""

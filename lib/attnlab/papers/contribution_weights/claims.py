@@ -285,7 +285,7 @@ def verdict_sink_removal(
 
 _CURVE_COLUMNS = {"text", "layers", "scope", "mode", "measure", "window", "fraction", "delta_ppl"}
 _DOWNSTREAM_COLUMNS = {"task", "item", "measure", "mode", "credit", "chance"}
-_SINK_RESULTS = {"decomposition", "decomposition_bos", "positions", "fits", "spread", "ppl"}
+_SINK_RESULTS = {"first_token", "decomposition", "decomposition_bos", "positions", "fits", "spread", "ppl"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -364,7 +364,7 @@ def pretrained_claims(
     downstream table with no task (a model given none) gives no downstream row; one whose every task was
     skipped (its data unavailable here, ``skipped``) gives a "not testable here" row with the reason."""
     return [
-        _claim_fig1(exp, sinks["decomposition"], "first text token"),
+        _claim_fig1(exp, sinks["decomposition"], sinks["first_token"]),
         *(
             [_claim_fig1(exp, sinks["decomposition_bos"], "BOS prefixed")]
             if len(sinks["decomposition_bos"])

@@ -286,7 +286,8 @@ class ContributionExperiment(PaperExperiment):
         def compute() -> dict:
             lm = self.lm
             ids = self.windows(lm, "brown", p.window, p.windows).to(lm.device)
-            bos = lm.tokenizer.bos_token_id if lm.tokenizer is not None else None
+            # the BOS-prefixed variant, for a model whose windows do not begin with its BOS already
+            bos = lm.tokenizer.bos_token_id if lm.tokenizer is not None and not lm.prefix else None
             decomp, decomp_bos, cosines, positions, fits, scatter, spread = [], [], [], [], [], [], []
             nll_clean = nll_removed = 0.0
             rng = np.random.default_rng(self.seed)
@@ -346,6 +347,7 @@ class ContributionExperiment(PaperExperiment):
                         .reset_index().to_dict("list"))  # fmt: skip
 
             return {
+                "first_token": "BOS, as the model is fed" if lm.prefix else "first text token",
                 "decomposition": mean_by_layer(decomp),
                 "decomposition_bos": mean_by_layer(decomp_bos),
                 "cosines": _pool_cosines(cosines),
@@ -362,7 +364,7 @@ class ContributionExperiment(PaperExperiment):
         return {
             name: pd.DataFrame(result[name])
             for name in ("decomposition", "decomposition_bos", "cosines", "positions", "fits", "spread")
-        } | {"ppl": result["ppl"]}
+        } | {"ppl": result["ppl"], "first_token": result["first_token"]}
 
     @property
     def control_positions(self) -> tuple[int, int]:

@@ -283,11 +283,12 @@ def _choice_batch(lm: TextModel, items: Sequence[MultipleChoice]) -> tuple[list[
     prompt + choice, one read of the choice's tokens, for each choice; or, where every choice of an item is
     one token (MMLU's letters " A" .. " D"), the prompt alone, read once per choice at its last position
     (one forward pass per item instead of one per choice; the same numbers, unit-tested). The newline gives
-    an empty prompt a context, as ``attnlab.data.tasks.choice_logprobs`` does."""
+    an empty prompt a context, as ``attnlab.data.tasks.choice_logprobs`` does; the tokenizer's
+    ``TextModel.prefix`` (Gemma's BOS) comes first."""
     seqs: list[list[int]] = []
     reads: list[list[Read]] = []
     for item in items:
-        context = lm.encode("\n" + item.prompt)
+        context = lm.prefix + lm.encode("\n" + item.prompt)
         answers = [lm.encode(choice) for choice in item.choices]
         if all(len(a) == 1 for a in answers):
             seqs.append(context)
