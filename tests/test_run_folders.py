@@ -40,6 +40,7 @@ CHANGES: dict[str, dict[str, object]] = {
         "layers": 1,
         "windows": 3,
         "dtype": "bfloat16",
+        "scale_models": ["gemma3-270m"],
     },  # fmt: skip
     "sd_routing": {
         "seeds": [7],
@@ -90,7 +91,11 @@ def explicit_defaults(name: str, scale: str) -> dict[str, object]:
     if name == "contribution_weights":
         given |= {"model": preset.model, "text_sets": list(preset.text_sets), "tasks": list(preset.tasks)}
         given |= {"seed": 0, "fractions": list(preset.fractions[1:]), "layers": preset.layers}
-        given |= {"windows": preset.windows, "dtype": preset.dtype}
+        given |= {
+            "windows": preset.windows,
+            "dtype": preset.dtype,
+            "scale_models": list(module.SCALE_MODELS[scale]),
+        }
     if name == "synthesis":
         given |= {"seeds": list(preset.seeds), "kinds": list(module.KINDS), "corpus": preset.corpus}
         given |= {"qk_ratios": list(preset.qk_ratios), "steps": preset.train.steps}

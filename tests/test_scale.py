@@ -46,7 +46,8 @@ def test_the_main_protocol_can_run_in_bfloat16_and_says_so():
 
 
 def test_scale_models_chooses_the_scale_sections_models_in_size_order(monkeypatch):
-    assert cw.configure(scale="cpu").scale_models == ()  # the preset's four
+    assert cw.configure(scale="cpu").scale_models == scale.PRESETS["cpu"].models  # the preset's four
+    assert cw.configure(scale="cpu", scale_models=list(cw.SCALE_MODELS["cpu"])).is_default  # given explicitly
     exp = cw.configure(scale="cpu", model="gemma3-270m", scale_models=["qwen2.5-coder-1.5b", "gemma3-270m"])
     assert exp.scale_models == ("gemma3-270m", "qwen2.5-coder-1.5b")  # smallest first, as the figure reads
     assert "scale_models" in exp.changed
@@ -70,8 +71,8 @@ def test_scale_models_chooses_the_scale_sections_models_in_size_order(monkeypatc
     monkeypatch.setattr(scale, "experiment_for", lambda exp, name, s: Fake(name))
     monkeypatch.setattr(scale, "parameters", lambda name: 1)
     assert list(scale.measure(exp, scale.PRESETS["cpu"])) == measured == ["gemma3-270m", "qwen2.5-coder-1.5b"]
-    scale.measure(cw.configure(scale="cpu"), scale.PRESETS["smoke"])
-    assert measured[2:] == ["smollm2"]  # empty: the scale preset's own models
+    scale.measure(replace(exp, scale_models=()), scale.PRESETS["smoke"])
+    assert measured[2:] == ["smollm2"]  # none chosen: the scale preset's own models
 
 
 def test_parameters_are_counted_from_the_checkpoint_headers(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from attnlab.papers.contribution_weights.presets import (
     PAPER,
     PRESETS,
     RANKINGS,
+    SCALE_MODELS,
     TEXT_SETS,
     OwnModel,
     Preset,
@@ -29,6 +30,7 @@ __all__ = [
     "Preset",
     "FRACTIONS",
     "PRESETS",
+    "SCALE_MODELS",
     "ContributionExperiment",
     "configure",
 ]

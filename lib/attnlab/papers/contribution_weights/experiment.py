@@ -54,6 +54,7 @@ from attnlab.papers.contribution_weights.presets import (
     PAPER,
     PRESETS,
     RANKINGS,
+    SCALE_MODELS,
     TEXT_SETS,
     Preset,
 )
@@ -99,7 +100,7 @@ class ContributionExperiment(PaperExperiment):
     text_sets: tuple[str, ...]
     tasks: tuple[str, ...]
     seed: int
-    scale_models: tuple[str, ...] = ()  # the scale section's pinned models; empty: its preset's (``scale``)
+    scale_models: tuple[str, ...] = ()  # the scale section's pinned models (SCALE_MODELS); empty: ``scale``'s
 
     @functools.cached_property
     def lm(self) -> TextModel:
@@ -540,6 +541,8 @@ def configure(
         tasks=check_subset("tasks", tasks, DOWNSTREAM, preset.tasks),
         seed=seed,
         scale_models=tuple(
-            m for m in CAUSAL_LMS if m in check_subset("scale_models", scale_models, CAUSAL_LMS, ())
+            m
+            for m in CAUSAL_LMS
+            if m in check_subset("scale_models", scale_models, CAUSAL_LMS, SCALE_MODELS[scale])
         ),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnlab.hf import CAUSAL_LMS
 from attnlab.metrics import IMPORTANCE_MEASURES
 from attnlab.model import GPTConfig
 from attnlab.papers.contribution_weights.faithfulness import SCOPES
@@ -90,6 +91,9 @@ def _own(n_layer: int, d_model: int, steps: int, seq: int, windows: int, window:
     return OwnModel(model, train, windows, window)
 
 
+#: The pinned models of the scale section (``contribution_weights.scale``) per notebook scale, smallest first:
+#: SmolLM2 alone at smoke scale (nothing large is downloaded), every pinned causal LM from cpu on.
+SCALE_MODELS = {"smoke": ("smollm2",), "cpu": CAUSAL_LMS, "gpu": CAUSAL_LMS, "paper": CAUSAL_LMS}
 #: The precisions a pretrained model can run in (bfloat16 is fast only on a CPU or GPU with bfloat16 units).
 DTYPES = ("float32", "bfloat16")
 FRACTIONS = (0.0, 0.02, 0.05, 0.1, 0.2)

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from safetensors import safe_open
 
-from attnlab.hf import CAUSAL_LMS, PRETRAINED, checkpoint
+from attnlab.hf import PRETRAINED, checkpoint
 from attnlab.papers.contribution_weights.experiment import DOWNSTREAM_COLUMNS, ContributionExperiment
+from attnlab.papers.contribution_weights.presets import SCALE_MODELS
 from attnlab.training.cache import cached_result
 
 # claims are judged after the computation: imported where used, outside the results' code keys
@@ -45,14 +46,14 @@ class Scale:
 
 
 _WIDE = Scale(
-    CAUSAL_LMS, windows=64, window=128, fractions=(0.0, 0.02, 0.05, 0.2), layers=3, tasks=("mmlu",),
+    SCALE_MODELS["gpu"], windows=64, window=128, fractions=(0.0, 0.02, 0.05, 0.2), layers=3, tasks=("mmlu",),
     dtype="bfloat16",
 )  # fmt: skip
 PRESETS = {
     # SmolLM2 alone (nothing large is downloaded at smoke scale), a task it answers in seconds (BIG-bench's:
     # skipped, and its row not testable, where BIG-bench is unavailable).
     "smoke": Scale(
-        ("smollm2",),
+        SCALE_MODELS["smoke"],
         windows=2,
         window=12,
         fractions=(0.0, 0.3),
@@ -67,7 +68,7 @@ PRESETS = {
     # and precision of the scale section"). SmolLM2 also runs in float32 in the main sections, so the
     # precision's effect can be read off one model.
     "cpu": Scale(
-        CAUSAL_LMS,
+        SCALE_MODELS["cpu"],
         windows=16,
         window=48,
         fractions=(0.0, 0.05, 0.2),
