@@ -525,6 +525,7 @@ def configure(
     n_windows = check_count("windows", windows) or preset.windows
     if n_windows < 2:
         raise ParameterError(f"windows: the intervals are over windows, so at least two; got {windows!r}")
+    chosen_models = check_subset("scale_models", scale_models, CAUSAL_LMS, SCALE_MODELS[scale])
     preset = replace(
         preset,
         fractions=(0.0, *chosen) if chosen else preset.fractions,
@@ -540,9 +541,5 @@ def configure(
         text_sets=check_subset("text_sets", text_sets, TEXT_SETS, preset.text_sets),
         tasks=check_subset("tasks", tasks, DOWNSTREAM, preset.tasks),
         seed=seed,
-        scale_models=tuple(
-            m
-            for m in CAUSAL_LMS
-            if m in check_subset("scale_models", scale_models, CAUSAL_LMS, SCALE_MODELS[scale])
-        ),
+        scale_models=tuple(m for m in CAUSAL_LMS if m in chosen_models),  # smallest first
     )
