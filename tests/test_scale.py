@@ -109,3 +109,20 @@ def test_the_scale_table_orders_models_by_size_and_the_figure_draws_every_claim(
     assert panel.get_ylim()[1] < 1.0  # the scale is the plotted estimate's (0.5 [0.4, 0.6])
     with pytest.raises(ValueError, match="null"):
         scale_figure(table.drop(columns="null"), "test")
+
+
+def test_the_scale_table_draws_a_prefixed_bos_and_a_fed_bos_in_one_panel():
+    """Fig. 1 asked with a BOS first is one question whether the BOS was prefixed (SmolLM2, the Qwens) or is
+    the model's own (Gemma): one claim in the scale view, every model a point; the first text token stays
+    apart."""
+    results = {"gemma": {"parameters": 270_000_000}, "smol": {"parameters": 135_000_000}}
+    fig1 = _rows(0.2)[0]
+    rows = {
+        "gemma": [replace(fig1, claim="first token (BOS, as the model is fed)")],
+        "smol": [replace(fig1, claim="first token (first text token)"),
+                 replace(fig1, claim="first token (BOS prefixed)")],
+    }  # fmt: skip
+    table = scale.scale_table(results, rows)
+    bos = table[table["claim"] == f"Fig. 1: first token {scale.BOS_PANEL}"]
+    assert list(bos["model"]) == ["smol", "gemma"]
+    assert list(table["claim"]).count("Fig. 1: first token (first text token)") == 1

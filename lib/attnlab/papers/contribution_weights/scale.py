@@ -138,12 +138,27 @@ def claims(results: dict[str, dict[str, Any]]) -> dict[str, list[Claim]]:
     }
 
 
+#: Fig. 1's two variants that put a BOS first: one prefixed to a model whose tokenizer adds none ("BOS
+#: prefixed"), or the one the model's own tokenizer puts there (Gemma's: "BOS, as the model is fed"). The same
+#: question of each model, so the scale view draws them in one panel, where every model has its point.
+BOS_FIRST = ("(BOS prefixed)", "(BOS, as the model is fed)")
+BOS_PANEL = "(a BOS first: prefixed, or as the model is fed)"
+
+
+def _panel(claim: str) -> str:
+    """The scale view's name of a claim: Fig. 1's ``BOS_FIRST`` variants under one name, others unchanged."""
+    for label in BOS_FIRST:
+        if claim.endswith(label):
+            return claim.removesuffix(label) + BOS_PANEL
+    return claim
+
+
 def scale_table(results: dict[str, dict[str, Any]], rows: dict[str, list[Claim]]) -> pd.DataFrame:
     """The scale view of :func:`claims`: one row per (claim, model), smallest model first, with the model's
     parameter count and its verdict's word, estimate, 95% interval, null and n
-    (``attnlab.runner.scale_figure`` draws it)."""
+    (``attnlab.runner.scale_figure`` draws it). Fig. 1's BOS-first rows share one claim (``BOS_FIRST``)."""
     records = [
-        {"claim": f"{row.figure.removeprefix('scale: ')}: {row.claim}", "model": name,
+        {"claim": _panel(f"{row.figure.removeprefix('scale: ')}: {row.claim}"), "model": name,
          "parameters": results[name]["parameters"], "verdict": row.verdict.word,
          "estimate": row.verdict.estimate, "low": row.verdict.low, "high": row.verdict.high,
          "null": row.verdict.null, "n": row.verdict.n}
