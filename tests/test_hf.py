@@ -509,3 +509,53 @@ def test_windows_begin_with_the_tokens_the_tokenizer_puts_first():
     with pytest.raises(ValueError, match="no room"):
         gemma_like.text_windows(text, 1, 1, seed=0)
     assert hf.TextModel(GPT(GPTConfig(n_layer=1, d_model=8, n_head=2, head_dim=4, block_size=8))).prefix == []
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gemma3"])
+def test_logits_at_kept_positions_run_the_last_mlp_only_there_and_equal_the_full_pass(family):
+    """With ``keep`` (B, P) the last layer's MLP sees the P kept positions alone (the others' final states
+    reach no logit), the logits are the full pass's at those positions (repeated positions too, as
+    ``_read_positions`` pads), clean and under an intervention in the last layer, and the MLP is put back."""
+    import transformers
+
+    torch.manual_seed(0)
+    if family == "llama":
+        model = _tiny_llama()
+    elif family == "qwen2":
+        cfg = transformers.Qwen2Config(
+            vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64,
+        )  # fmt: skip
+        model = transformers.Qwen2ForCausalLM(cfg).eval()
+    else:
+        cfg = transformers.Gemma3TextConfig(
+            vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=1, head_dim=16, max_position_embeddings=64,
+        )  # fmt: skip
+        model = transformers.Gemma3ForCausalLM(cfg).eval()
+    last = hf.decoder_layers(model)[-1]
+    mlp = last.mlp
+    seen = []
+    handle = mlp.register_forward_pre_hook(lambda module, args: seen.append(tuple(args[0].shape)))
+    ids = torch.randint(0, 64, (2, 9), generator=torch.Generator().manual_seed(3))
+    keep = torch.tensor([[8, 8], [3, 5]])
+    scale = {len(hf.decoder_layers(model)) - 1: hf.value_scale(torch.arange(9).eq(0).expand(2, 9))}
+    with torch.no_grad():
+        full = model(input_ids=ids).logits
+        with hf.intervene(model, scale):
+            intervened = model(input_ids=ids).logits
+    seen.clear()
+    logits, _ = hf.capture(model, ids, layers=[0], keep=keep)
+    width = model.config.hidden_size
+    assert seen == [(2, 2, width)]  # the kept positions only
+    torch.testing.assert_close(logits, hf.keep_logits(full, keep), rtol=1e-5, atol=1e-5)
+    with torch.no_grad(), hf.intervene(model, scale):
+        got = hf.TextModel(model).logits(ids, keep)
+    torch.testing.assert_close(got, hf.keep_logits(intervened, keep), rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(got, logits, atol=1e-4)  # the intervention did something
+    assert last.mlp is mlp
+    seen.clear()
+    with torch.no_grad():
+        hf.TextModel(model).logits(ids)
+    assert seen == [(2, 9, width)]  # without keep: every position
+    handle.remove()

@@ -3,11 +3,13 @@ the shared scale figure (runner.scale_figure)."""
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
@@ -36,6 +38,37 @@ def test_each_model_runs_the_reduced_protocol_and_the_base_model_no_task():
     assert scale.experiment_for(exp, "gemma3-270m", s).tasks == ()  # a base model at chance on MMLU
     assert "base" in scale.experiment_for(exp, "gemma3-270m", s).weights  # the rows say which weights
     assert exp.model == "smollm2" and exp.preset.windows == 32  # the main experiment is left as it was
+    assert qwen.preset.task_measures == ("raw", "value_weighted", "contribution")  # what the claim compares
+    assert "contribution_abs" in exp.preset.task_measures  # the main section also ranks by |c|
+
+
+def test_the_downstream_runs_only_the_interventions_of_its_measures(monkeypatch, tmp_path):
+    """Each measure of ``task_measures`` under each mode that ranks by it, nothing else, and the measures are
+    in the result's key: the scale section's result is never the main section's."""
+    from attnlab.papers.contribution_weights import experiment
+
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path))
+    seen = []
+
+    def accuracy(lm, items, settings, layers, scope, desc):
+        seen.append(list(settings))
+        return pd.DataFrame(columns=["item", "measure", "mode", "fraction", "credit", "chance"])
+
+    monkeypatch.setattr(experiment, "choice_accuracy", accuracy)
+    monkeypatch.setattr(experiment, "task_items", lambda task, limit, per_subject: [])
+    exp = cw.configure(scale="cpu", tasks=["sva_linzen"])
+    measures = scale.PRESETS["cpu"].task_measures
+    reduced = replace(exp, preset=replace(exp.preset, task_measures=measures))  # all else the same
+    for e in (exp, reduced):
+        e.__dict__["lm"] = SimpleNamespace(n_layers=4)  # the cached property: no model loaded
+        e.downstream()
+    main, small = ([(m, mode) for m, mode, _ in settings] for settings in seen)  # computed twice
+    assert main == [
+        ("raw", "comprehensiveness"), ("value_weighted", "comprehensiveness"),
+        ("contribution", "comprehensiveness"), ("raw", "sufficiency"), ("value_weighted", "sufficiency"),
+        ("contribution", "sufficiency"), ("contribution_abs", "sufficiency"),
+    ]  # fmt: skip
+    assert small == [s for s in main if s[0] != "contribution_abs"]
 
 
 def test_the_main_protocol_can_run_in_bfloat16_and_says_so():

@@ -509,8 +509,10 @@ def _claim_downstream(exp: ContributionExperiment, frame: pd.DataFrame) -> Claim
     for task, sub in frame.groupby("task", sort=False):
         gate, verdict, acc, steps = downstream_task(sub)
         per_task[task], gates[task] = verdict, gate
-        comp = ", ".join(f"{m} {acc['comprehensiveness', m]:.2f}" for m in RANKINGS["comprehensiveness"])
-        suff = ", ".join(f"{m} {acc['sufficiency', m]:.2f}" for m in RANKINGS["sufficiency"])
+        comp, suff = (
+            ", ".join(f"{m} {acc[mode, m]:.2f}" for m in RANKINGS[mode] if (mode, m) in acc)  # those run
+            for mode in ("comprehensiveness", "sufficiency")
+        )
         status = "at chance" if gate is not None else "above chance"
         diffs = ", ".join(f"{step} {_with_detectable(v, 1, 100)}" for step, v in steps.items())
         parts.append(f"{task} ({len(sub['item'].unique())} items): clean {acc['clean']:.2f}, {status}; "

@@ -242,16 +242,20 @@ class ContributionExperiment(PaperExperiment):
 
     def downstream(self) -> pd.DataFrame:
         """Zero-shot multiple choice on each task, clean and with the top (comprehensiveness) or bottom
-        (sufficiency) ``task_fraction`` of the value terms zeroed per measure in the evenly spaced layers
-        together, ranked jointly across heads: one row per item and setting, columns task, item, measure,
-        mode, fraction, credit, chance (``faithfulness.choice_accuracy``). A task whose data is unavailable
-        here is skipped (module docstring): ``attrs["skipped"]`` maps it to the reason."""
+        (sufficiency) ``task_fraction`` of the value terms zeroed per measure of ``task_measures`` in the
+        evenly spaced layers together, ranked jointly across heads: one row per item and setting, columns
+        task, item, measure, mode, fraction, credit, chance (``faithfulness.choice_accuracy``). A task whose
+        data is unavailable here is skipped (module docstring): ``attrs["skipped"]`` maps it to the reason."""
         p = self.preset
-        settings = [(m, mode, p.task_fraction) for mode, ms in RANKINGS.items() for m in ms]
+        settings = [
+            (m, mode, p.task_fraction) for mode, ms in RANKINGS.items() for m in ms if m in p.task_measures
+        ]
         frames, skipped = [], {}
         for task in self.tasks:
             limit = p.mmlu_per_subject if task == "mmlu" else p.task_limit  # MMLU's: questions per subject
-            key = self._key(task=task, limit=limit, fraction=p.task_fraction, layers=p.layers)
+            key = self._key(
+                task=task, limit=limit, fraction=p.task_fraction, layers=p.layers, measures=p.task_measures
+            )
 
             def compute(task: str = task) -> dict:
                 items = task_items(task, p.task_limit, p.mmlu_per_subject)  # first: see faithfulness

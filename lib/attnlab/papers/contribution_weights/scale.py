@@ -23,7 +23,7 @@ from safetensors import safe_open
 
 from attnlab.hf import PRETRAINED, checkpoint
 from attnlab.papers.contribution_weights.experiment import DOWNSTREAM_COLUMNS, ContributionExperiment
-from attnlab.papers.contribution_weights.presets import SCALE_MODELS
+from attnlab.papers.contribution_weights.presets import HIERARCHY, SCALE_MODELS
 from attnlab.training.cache import cached_result
 
 # claims are judged after the computation: imported where used, outside the results' code keys
@@ -43,6 +43,9 @@ class Scale:
     tasks: tuple[str, ...]  # downstream tasks of every model but those in ``no_tasks``
     dtype: str  # the precision every model runs in (presets.DTYPES)
     no_tasks: tuple[str, ...] = field(default=("gemma3-270m",))  # models given no downstream task
+    # the downstream interventions: those the downstream claim compares (contribution weights against each
+    # baseline, top and bottom zeroed); the main section also runs |c|, which no verdict reads
+    task_measures: tuple[str, ...] = HIERARCHY
 
 
 _WIDE = Scale(
@@ -86,7 +89,7 @@ def experiment_for(exp: ContributionExperiment, name: str, scale: Scale) -> Cont
     its seed and device, unchanged)."""
     preset = replace(
         exp.preset, windows=scale.windows, window=scale.window, fractions=scale.fractions,
-        layers=scale.layers, scopes=("joint",), dtype=scale.dtype,
+        layers=scale.layers, scopes=("joint",), dtype=scale.dtype, task_measures=scale.task_measures,
     )  # fmt: skip
     tasks = () if name in scale.no_tasks else scale.tasks
     return replace(exp, model=name, preset=preset, text_sets=("brown",), tasks=tasks)
