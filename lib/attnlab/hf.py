@@ -893,9 +893,9 @@ def _last_mlp_at(model: nn.Module, keep: torch.Tensor | None) -> Iterator[None]:
     attention still runs everywhere (its keys and values are every position's); nothing changes without
     ``keep`` or for a model whose last layer has no ``mlp``. The MLP is put back after the block."""
     layers = decoder_layers(model) if keep is not None else None
-    last = layers[-1] if layers is not None else None
+    last = layers[-1] if layers else None
     mlp = getattr(last, "mlp", None)
-    if last is None or keep is None or not isinstance(mlp, nn.Module):
+    if last is None or keep is None or not isinstance(mlp, nn.Module):  # keep again: for the type checker
         yield
         return
     last.mlp = _KeptPositions(mlp, keep)

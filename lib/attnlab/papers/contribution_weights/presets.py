@@ -79,7 +79,7 @@ class Preset:
     bench_naive_max_gb: float  # the naive implementation runs only where its terms tensor fits this
     bench_repeats: int
     # the measures the downstream accuracies rank by, under each mode of RANKINGS that has them
-    task_measures: tuple[str, ...] = RANKINGS["sufficiency"]
+    task_measures: tuple[str, ...] = tuple(dict.fromkeys(m for ms in RANKINGS.values() for m in ms))
 
 
 def _own(n_layer: int, d_model: int, steps: int, seq: int, windows: int, window: int) -> OwnModel:
