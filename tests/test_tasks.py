@@ -1,6 +1,7 @@
 """Multiple-choice scoring against a one-sequence-at-a-time reference."""
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -33,6 +34,16 @@ def test_batched_scores_equal_one_sequence_at_a_time():
     picked = [max(range(len(r)), key=r.__getitem__) for r in scores]
     expected = sum(p == it.answer for p, it in zip(picked, items, strict=True)) / len(items)
     assert accuracy(model, items) == expected
+
+
+def test_each_choice_is_scored_after_its_own_context_where_the_choices_have_one():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=64))
+    contexts = ("The cup fell off the table because the cup", "The cup fell off the table because the table")
+    item = MultipleChoice("The cup fell off the table because _", (" was tilted.",) * 2, 1, contexts=contexts)
+    (row,) = choice_logprobs(model, [item])
+    assert row == [pytest.approx(reference_logprob(model, c, " was tilted."), abs=1e-4) for c in contexts]
+    assert abs(row[0] - row[1]) > 1e-3  # the same words after two different contexts
 
 
 def test_a_tie_earns_the_expected_score_of_a_random_pick():

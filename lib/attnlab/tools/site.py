@@ -460,6 +460,7 @@ def mkdocs_config(
         nav.append({p.name: pages})
     nav += [
         {"How a verdict is reached": "verdicts.md"},
+        {"Data sources": "data-sources.md"},
         {"About the papers": "papers/index.md"},
         {"API reference": [{"Modules": "api/index.md"}] + [{page: f"api/{page}.md"} for page in api]},
     ]
@@ -531,7 +532,11 @@ def _notebook_copy(source: Path, name: str, links: Links) -> str:
 def site_targets(scale: str, papers: list[Paper], api: dict[str, list[str]]) -> dict[str, str]:
     """Where each repository path the site holds lands in it: the docs, the claims tables and figures at
     ``scale``, the notebooks (as their executed copies) and the library's modules (as their API pages)."""
-    targets = {"docs/verdicts.md": "verdicts.md", "docs/papers/README.md": "papers/index.md"}
+    targets = {
+        "docs/verdicts.md": "verdicts.md",
+        "docs/data-sources.md": "data-sources.md",
+        "docs/papers/README.md": "papers/index.md",
+    }
     targets[f"figures/{scale}/REPORT.md"] = "index.md"
     for p in papers:
         targets[f"docs/papers/{p.account.name}"] = f"papers/{p.account.name}"
@@ -584,7 +589,10 @@ def write_source(scale: str, out: Path) -> Path:
             shutil.copy2(p.folder / image, docs / p.name / image)
         if p.notebook.is_file():
             (docs / "notebooks" / f"{p.name}.ipynb").write_text(_notebook_copy(p.notebook, p.name, links))
-    sources = sorted(accounts.glob("*.md")) + [root / "docs" / "verdicts.md"]
+    sources = sorted(accounts.glob("*.md")) + [
+        root / "docs" / "verdicts.md",
+        root / "docs" / "data-sources.md",
+    ]
     for source in sources:
         repo_path = source.relative_to(root).as_posix()
         dest = links.targets.get(repo_path, "papers/" + source.name)
