@@ -105,7 +105,19 @@ def attention_rollout(
     if not patterns:
         raise ValueError("attention_rollout needs at least one layer")
     rollout = None
-    for pattern in patterns:
+    for layer, pattern in enumerate(patterns):
+        shape = tuple(pattern.shape)
+        if pattern.dim() != 4 or shape[-1] != shape[-2]:
+            raise ValueError(
+                f"attention_rollout: layer {layer}'s pattern has shape {shape}; expected (B, H, T, T), a "
+                "head axis included (add one with pattern[:, None] for a single map)"
+            )
+        if rollout is not None and shape[-1] != rollout.shape[-1]:
+            raise ValueError(
+                f"attention_rollout: layer {layer} has T = {shape[-1]}, layer 0 T = {rollout.shape[-1]}"
+            )
+        if not torch.isfinite(pattern).all():
+            raise ValueError(f"attention_rollout: layer {layer}'s pattern holds NaN or infinite values")
         A = pattern.float().mean(1)  # (B, T, T)
         eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
         A = attn_weight * A + (1.0 - attn_weight) * eye
@@ -220,6 +232,11 @@ def attention_confidence(mass, true_prob, mass_threshold: float = 0.1, prob_thre
     x, y = _as_numpy(mass), _as_numpy(true_prob)
     if x.shape != y.shape or not len(x):
         raise ValueError("mass and true_prob must be non-empty and of equal length")
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise ValueError(
+            f"attention_confidence: {int(np.isnan(x).sum())} NaN masses and {int(np.isnan(y).sum())} NaN "
+            "probabilities; every example needs both"
+        )
     return float(100.0 * np.mean((x > mass_threshold) & (y > prob_threshold)))
 
 
