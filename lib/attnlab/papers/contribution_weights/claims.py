@@ -484,10 +484,11 @@ def _claims_faithfulness(exp: ContributionExperiment, curves: pd.DataFrame, who:
 
 def downstream_task(sub: pd.DataFrame) -> tuple[Verdict | None, Verdict, dict, dict[str, Verdict]]:
     """One task of the downstream claim, from its per-item credits: the ``above_chance`` gate on the clean
-    accuracy (chance: the mean of 1 / choices), and whether contribution weights hurt most with their top
-    zeroed and least with their bottom zeroed, against each baseline, paired by item (0/1 credits; the
-    paper's side above 0). Returns the gate, the verdict, the accuracies by (mode, measure) and each
-    comparison's paired verdict (its difference, interval and detectable effect, in accuracy)."""
+    accuracy (chance: the mean of the ``chance`` column, ``faithfulness.chance_level``), and whether
+    contribution weights hurt most with their top zeroed and least with their bottom zeroed, against each
+    baseline, paired by item (0/1 credits; the paper's side above 0). Returns the gate, the verdict, the
+    accuracies by (mode, measure) and each comparison's paired verdict (its difference, interval and
+    detectable effect, in accuracy)."""
     clean = sub[sub["measure"] == "none"]
     if clean["item"].duplicated().any():
         raise ValueError("one clean row per item expected")

@@ -9,11 +9,15 @@ Shakespeare, is analysed beside it. Every result goes through ``attnlab.training
 by the model, the settings and the source of the modules that compute it: a re-run with unchanged parameters
 recomputes nothing and does not even load the model.
 
-A text set or downstream task whose data cannot be had here (BIG-bench's: the ``math`` text set and every task
-but MMLU, ``attnlab.data.artifacts``) is skipped: its part prints "<text set or task>: skipped: <reason>", the
-result leaves it out (an empty table with the usual columns when nothing is left), and the reason, the same
-on every machine, travels in the table's ``attrs["skipped"]`` (``{name: reason}``) to the claims rows and the
-figures."""
+Text sets: held-out Brown (for FineWeb-Edu), GSM8K's test problems with their worked answers (the paper's
+own), held-out Shakespeare. Downstream tasks: the paper's three, MMLU, WinoGrande and BoolQ (``task_items``: a
+fixed sample of each).
+
+A text set or downstream task whose data cannot be had here (an artifact its registry no longer serves, with
+no copy on disk: ``attnlab.errors.DataUnavailable``) is skipped: its part prints "<text set or task>:
+skipped: <reason>", the result leaves it out (an empty table with the usual columns when nothing is left),
+and the reason, the same on every machine, travels in the table's ``attrs["skipped"]`` (``{name: reason}``)
+to the claims rows and the figures."""
 
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ import pandas as pd
 import torch
 
 from attnlab.data.corpora import load_corpus
-from attnlab.data.tasks import MultipleChoice, answer_text, load_mmlu, load_task
+from attnlab.data.tasks import MultipleChoice, gsm8k_text, load_mmlu, load_task
 from attnlab.errors import DataUnavailable, ParameterError
 from attnlab.hf import (
     CAUSAL_LMS,
@@ -54,6 +58,7 @@ from attnlab.papers.contribution_weights.presets import (
     PAPER,
     PRESETS,
     RANKINGS,
+    SAMPLE_SEED,
     SCALE_MODELS,
     TEXT_SETS,
     Preset,
@@ -79,7 +84,6 @@ from attnlab.training.launch import launch
 if TYPE_CHECKING:
     from attnlab.runner.claims import Claim
 
-_MATH_ITEMS = 3000  # MathQA problems written out as the math text set
 #: The columns of ``faithfulness()`` and ``downstream()``, also when every text set or task was skipped.
 CURVE_COLUMNS = ["window", "layers", "scope", "mode", "measure", "fraction", "nll", "clean_nll", "tokens",
                  "text", "ppl", "ppl0", "delta_ppl"]  # fmt: skip
@@ -123,7 +127,8 @@ class ContributionExperiment(PaperExperiment):
             f"({', '.join(self.text_sets)}); interventions in {p.layers} evenly spaced layers one at a time "
             "and "
             f"together; fractions {list(p.fractions)}; downstream {list(self.tasks)} ("
-            f"{'every offline' if p.task_limit is None else p.task_limit} items each)"
+            f"{'every' if p.task_sample is None else p.task_sample} items each but MMLU, "
+            f"{'all' if p.mmlu_per_subject is None else p.mmlu_per_subject} MMLU questions per subject)"
         )
 
     @property
@@ -141,9 +146,10 @@ class ContributionExperiment(PaperExperiment):
 
     @staticmethod
     def text(name: str) -> str:
-        """The raw text of a text set: a corpus's held-out documents, or the MathQA problems written out."""
-        if name == "math":
-            return answer_text(load_task("math_qa", limit=_MATH_ITEMS))
+        """The raw text of a text set: a corpus's held-out documents, or GSM8K's 1,319 test problems with
+        their worked answers written out (``attnlab.data.tasks.gsm8k_text``)."""
+        if name == "gsm8k":
+            return gsm8k_text()
         return "\n\n".join(load_corpus(name)["validation"]["text"])
 
     def windows(self, lm: TextModel, name: str, length: int, count: int) -> torch.Tensor:
@@ -252,13 +258,13 @@ class ContributionExperiment(PaperExperiment):
         ]
         frames, skipped = [], {}
         for task in self.tasks:
-            limit = p.mmlu_per_subject if task == "mmlu" else p.task_limit  # MMLU's: questions per subject
+            size = p.mmlu_per_subject if task == "mmlu" else p.task_sample  # MMLU's: questions per subject
             key = self._key(
-                task=task, limit=limit, fraction=p.task_fraction, layers=p.layers, measures=p.task_measures
+                task=task, sample=size, fraction=p.task_fraction, layers=p.layers, measures=p.task_measures
             )
 
             def compute(task: str = task) -> dict:
-                items = task_items(task, p.task_limit, p.mmlu_per_subject)  # first: see faithfulness
+                items = task_items(task, p.task_sample, p.mmlu_per_subject)  # first: see faithfulness
                 lm = self.lm
                 layers = list(self.layer_sets(lm.n_layers).values())[-1]  # the layers together
                 frame = choice_accuracy(lm, items, settings, layers, "joint", desc=task)
@@ -446,14 +452,22 @@ class ContributionExperiment(PaperExperiment):
         return paper_claims.claims(self, sinks, curves, downstream, own_curves)
 
 
-def task_items(task: str, limit: int | None, mmlu_per_subject: int | None = None) -> list[MultipleChoice]:
-    """The first ``limit`` items of a downstream task (None: every item available offline), without the
-    items that offer fewer than two choices: they are answered right whatever the model does, and so say
-    nothing about an intervention (sva_linzen holds one). MMLU: ``mmlu_per_subject`` questions from each of
-    its 57 subjects, a fixed sample (``attnlab.data.tasks.load_mmlu``), answered by letter."""
+def task_items(task: str, sample: int | None, mmlu_per_subject: int | None = None) -> list[MultipleChoice]:
+    """The items of a downstream task (:data:`DOWNSTREAM`): MMLU, ``mmlu_per_subject`` questions from each of
+    its 57 subjects (``attnlab.data.tasks.load_mmlu``, a fixed sample), answered by letter; WinoGrande and
+    BoolQ, a fixed sample of ``sample`` items (None, or at least the split's size: all of them) drawn without
+    replacement with :data:`SAMPLE_SEED` and kept in file order: the same items on every run and machine."""
+    if task not in DOWNSTREAM:
+        raise ValueError(f"unknown downstream task {task!r}; known: {list(DOWNSTREAM)}")
     if task == "mmlu":
         return [q.multiple_choice() for q in load_mmlu(mmlu_per_subject)]
-    return [item for item in load_task(task, limit=limit) if len(item.choices) > 1]
+    items = load_task(task)
+    if sample is None or sample >= len(items):
+        return items
+    if sample < 1:
+        raise ValueError(f"sample must be a positive number of items or None, got {sample!r}")
+    keep = np.sort(np.random.default_rng(SAMPLE_SEED).choice(len(items), size=sample, replace=False))
+    return [items[int(k)] for k in keep]
 
 
 def _skip(what: str, error: DataUnavailable) -> str:

@@ -280,23 +280,27 @@ Read = tuple[int, list[int]]
 
 def _choice_batch(lm: TextModel, items: Sequence[MultipleChoice]) -> tuple[list[list[int]], list[list[Read]]]:
     """The sequences that score every (item, choice) and, per sequence, its reads in choice order: "\n" +
-    prompt + choice, one read of the choice's tokens, for each choice; or, where every choice of an item is
-    one token (MMLU's letters " A" .. " D"), the prompt alone, read once per choice at its last position
-    (one forward pass per item instead of one per choice; the same numbers, unit-tested). The newline gives
-    an empty prompt a context, as ``attnlab.data.tasks.choice_logprobs`` does; the tokenizer's
-    ``TextModel.prefix`` (Gemma's BOS) comes first."""
+    the choice's context (``MultipleChoice.context``: the prompt, or the choice's own context, as WinoGrande's
+    option filling the blank) + the choice, one read of the choice's tokens, for each choice; or, where every
+    choice of an item is one token (MMLU's letters " A" .. " D", BoolQ's " no" / " yes") and every choice
+    follows the same context, that context alone, read once per choice at its last position (one forward
+    pass per item instead of one per choice; the same numbers, unit-tested). The newline gives an empty
+    prompt a context, as ``attnlab.data.tasks.choice_logprobs`` does; the tokenizer's ``TextModel.prefix``
+    (Gemma's BOS) comes first."""
     seqs: list[list[int]] = []
     reads: list[list[Read]] = []
     for item in items:
-        context = lm.prefix + lm.encode("\n" + item.prompt)
+        texts = [item.context(k) for k in range(len(item.choices))]
+        contexts = {text: lm.prefix + lm.encode("\n" + text) for text in texts}  # each distinct one once
         answers = [lm.encode(choice) for choice in item.choices]
-        if all(len(a) == 1 for a in answers):
+        if len(contexts) == 1 and all(len(a) == 1 for a in answers):
+            (context,) = contexts.values()
             seqs.append(context)
             reads.append([(len(context) - 1, a) for a in answers])
             continue
-        for answer in answers:
-            seqs.append(context + answer)
-            reads.append([(len(context) - 1, answer)])
+        for text, answer in zip(texts, answers, strict=True):
+            seqs.append(contexts[text] + answer)
+            reads.append([(len(contexts[text]) - 1, answer)])
     return seqs, reads
 
 
@@ -325,13 +329,13 @@ def choice_scores(
     batch_tokens: int = BATCH_TOKENS,
     desc: str = "multiple choice",
 ) -> dict[tuple[str, str, float], list[float]]:
-    """The summed log-likelihood of every (item, choice)'s tokens after its prompt, flat in item order,
-    without intervention (key ("none", "none", 0.0)) and under each (measure, mode, fraction) of
-    ``interventions`` in ``layers`` (default all), ranked within ``scope`` on the clean pass of the same
-    sequence. The sequences are sorted by length and batched up to ``batch_tokens`` padded tokens
-    (``_length_batches``: little padding), and the logits computed only at the positions read
-    (``attnlab.hf.keep_logits``); in a Hugging Face model the layers below the intervened ones are not run
-    again: they start from the clean pass's hidden states."""
+    """The summed log-likelihood of every (item, choice)'s tokens after its context (the prompt, or the
+    choice's own: ``MultipleChoice.context``), flat in item order, without intervention (key ("none", "none",
+    0.0)) and under each (measure, mode, fraction) of ``interventions`` in ``layers`` (default all), ranked
+    within ``scope`` on the clean pass of the same sequence. The sequences are sorted by length and batched
+    up to ``batch_tokens`` padded tokens (``_length_batches``: little padding), and the logits computed only
+    at the positions read (``attnlab.hf.keep_logits``); in a Hugging Face model the layers below the
+    intervened ones are not run again: they start from the clean pass's hidden states."""
     seqs, reads = _choice_batch(lm, items)
     settings = [("none", "none", 0.0), *interventions]
     hf_model = decoder_layers(lm.model) is not None
@@ -385,17 +389,30 @@ def choice_accuracy(
     desc: str = "multiple choice",
 ) -> pd.DataFrame:
     """Zero-shot multiple choice on ``items`` (each choice scored by the summed log-likelihood of its tokens
-    after the prompt, ``choice_scores``; a tie earns 1 / number tied), without intervention and under each
+    after its context, ``choice_scores``; a tie earns 1 / number tied), without intervention and under each
     (measure, mode, fraction) of ``interventions`` in ``layers`` (default all), ranked within ``scope`` on the
     clean pass of the same sequence. Returns one row per item and setting: columns item, measure, mode,
-    fraction, credit (0, 1 or a tie's share) and chance (1 / the item's number of choices); the clean rows
-    have measure "none"."""
+    fraction, credit (0, 1 or a tie's share) and chance (:func:`chance_level` of the items, the same on every
+    row); the clean rows have measure "none"."""
     scores = choice_scores(lm, items, interventions, layers, scope, batch_tokens, desc)
+    chance = chance_level(items)
     rows_out = []
     for (name, mode, f), flat in scores.items():
         it = iter(flat)
         for k, item in enumerate(items):
             credit = tie_credit([next(it) for _ in item.choices], item.answer)
             rows_out.append({"item": k, "measure": name, "mode": mode, "fraction": f, "credit": credit,
-                             "chance": 1 / len(item.choices)})  # fmt: skip
+                             "chance": chance})  # fmt: skip
     return pd.DataFrame(rows_out)
+
+
+def chance_level(items: Sequence[MultipleChoice]) -> float:
+    """The accuracy a model reaches on ``items`` without having learned the task: the better of guessing
+    (the mean of 1 / choices) and always giving the same answer position (the share of the commonest
+    correct position: BoolQ's " yes", the second choice, is right on about 62% of its items). The downstream
+    claim judges a task only where the clean accuracy is above this (``claims.downstream_task``)."""
+    if not items:
+        return math.nan
+    guess = sum(1 / len(item.choices) for item in items) / len(items)
+    counts = np.bincount([item.answer for item in items])
+    return max(guess, float(counts.max()) / len(items))

@@ -32,18 +32,18 @@ RANKINGS = {
 HIERARCHY = ("raw", "value_weighted", "contribution")
 TEXT_SETS = {
     "brown": "Brown corpus, held-out split (stand-in for FineWeb-Edu)",
+    "gsm8k": "GSM8K's test problems with their worked answers (the paper's own set)",
     "shakespeare": "Shakespeare, held-out split",
-    "math": "MathQA word problems with answers, BIG-bench (stand-in for GSM8K)",
 }
-# Our task -> the paper's set it stands in for (or what it adds). BIG-bench, attnlab.data.tasks.
+#: The paper's three downstream tasks (attnlab.data.tasks): each the paper's own set.
 DOWNSTREAM = {
-    "sva_linzen": "none: subject-verb agreement (Linzen et al.), a task a 135M model is above chance on",
-    "sva_simple": "none: subject-verb agreement, simple sentences",
-    "cause_effect": "none: commonsense cause and effect, two choices",
-    "winowhy": "Winogrande",
-    "strategyqa": "BoolQ",
-    "mmlu": "MMLU (the paper's own task): a fixed subject-stratified sample of its test set, by letter",
+    "mmlu": "MMLU: a fixed subject-stratified sample of its test set, answered by letter",
+    "winogrande": "WinoGrande (dev): each option fills the blank, the rest of the sentence is scored",
+    "boolq": "BoolQ (validation): a yes/no question on a passage",
 }
+#: The seed of the fixed sample of every downstream task but MMLU (``experiment.task_items``; MMLU's sample
+#: is ``attnlab.data.tasks.load_mmlu``'s, seed 0). Not the notebook's ``seed``: every run sees the same items.
+SAMPLE_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,8 @@ class Preset:
     layers: int  # evenly spaced layers intervened on one at a time, then together (faithfulness.layer_sets)
     text_sets: tuple[str, ...]  # the default text sets (the notebook's ``text_sets`` overrides)
     tasks: tuple[str, ...]  # the default downstream tasks (the notebook's ``tasks`` overrides)
-    task_limit: int | None  # multiple-choice items per downstream task; None: every item available offline
+    # items per downstream task but MMLU, a fixed sample drawn with SAMPLE_SEED (None: the whole split)
+    task_sample: int | None
     mmlu_per_subject: int | None  # MMLU questions per subject (57 subjects; None: all 14,042)
     task_fraction: float  # the fraction zeroed for the downstream accuracies (layers together, joint)
     fig1_tokens: int  # length of the Fig. 1 passage
@@ -99,27 +100,29 @@ SCALE_MODELS = {"smoke": ("smollm2",), "cpu": CAUSAL_LMS, "gpu": CAUSAL_LMS, "pa
 #: The precisions a pretrained model can run in (bfloat16 is fast only on a CPU or GPU with bfloat16 units).
 DTYPES = ("float32", "bfloat16")
 FRACTIONS = (0.0, 0.02, 0.05, 0.1, 0.2)
-_PAPER_TEXTS = ("brown", "math")  # the stand-ins for FineWeb-Edu and GSM8K
-# winowhy and strategyqa: SmolLM2 is at chance on them (docs); by parameter
-_TASKS = ("sva_linzen", "sva_simple", "cause_effect")
+_PAPER_TEXTS = ("brown", "gsm8k")  # FineWeb-Edu's stand-in and the paper's GSM8K
+_PAPER_TASKS = tuple(DOWNSTREAM)  # the paper's three: MMLU, WinoGrande, BoolQ
 
 PRESETS: dict[str, Preset] = {
     # Under 30 s of compute on a CPU (SmolLM2 from its float32 checkpoint): every code path, nothing judged.
     "smoke": Preset(
         model="smollm2", dtype="float32", window=12, windows=2, batch_size=4, fractions=(0.0, 0.1, 0.3),
-        scopes=SCOPES, layers=2, text_sets=("brown",), tasks=("sva_linzen",),
-        task_limit=1, mmlu_per_subject=1, task_fraction=0.1, fig1_tokens=16, own=_own(2, 32, 40, 32, 2, 32),
+        scopes=SCOPES, layers=2, text_sets=("brown",), tasks=("winogrande", "boolq"),
+        task_sample=2, mmlu_per_subject=1, task_fraction=0.1, fig1_tokens=16, own=_own(2, 32, 40, 32, 2, 32),
         bench_lengths=(32, 64), bench_naive_max_gb=0.5, bench_repeats=2,
     ),
-    # A 2-core laptop, about 45 minutes: 3 evenly spaced layers, 32 windows of 48 tokens per text set; every
-    # downstream item available offline (sva_linzen 499 two-choice items, sva_simple 600, cause_effect 51:
-    # 1,150 against 251 at 100 per task, where a paired test could not see a 3-point difference; the
-    # downstream part takes about 4.3 times as long); the cost benchmark from T = 128, so that the naive
+    # A 2-core laptop: 3 evenly spaced layers, 32 windows of 48 tokens per text set; the paper's three
+    # downstream tasks, each a fixed sample of at least 500 items (MMLU 9 per subject: 513; WinoGrande and
+    # BoolQ 500 each, drawn with SAMPLE_SEED), clean and under the 7 interventions (about 6.8 full passes of
+    # SmolLM2 per item). Expected, from the tokens against SmolLM2's measured MMLU rate (not timed here): MMLU
+    # about 10 minutes, WinoGrande 5 (1,000 sequences of about 24 tokens: 0.45 of MMLU's tokens), BoolQ 14
+    # (passages: 1.3 times MMLU's tokens), about 30 minutes of downstream on two free cores
+    # (docs/papers/contribution-weights.md, "Budget"). The cost benchmark from T = 128, so that the naive
     # tensor (9 x T x T x 576 floats) fits the 8 GB cap at three lengths (128, 256, 512).
     "cpu": Preset(
         model="smollm2", dtype="float32", window=48, windows=32, batch_size=16,
-        fractions=(0.0, 0.02, 0.05, 0.2), scopes=SCOPES, layers=3, text_sets=_PAPER_TEXTS, tasks=_TASKS,
-        task_limit=None, mmlu_per_subject=9, task_fraction=0.1, fig1_tokens=32,
+        fractions=(0.0, 0.02, 0.05, 0.2), scopes=SCOPES, layers=3, text_sets=_PAPER_TEXTS,
+        tasks=_PAPER_TASKS, task_sample=500, mmlu_per_subject=9, task_fraction=0.1, fig1_tokens=32,
         own=_own(4, 128, 600, 128, 32, 64),
         bench_lengths=(128, 256, 512, 1024, 2048), bench_naive_max_gb=8.0, bench_repeats=3,
     ),
@@ -127,7 +130,7 @@ PRESETS: dict[str, Preset] = {
     "gpu": Preset(
         model="smollm2", dtype="bfloat16", window=256, windows=64, batch_size=16, fractions=FRACTIONS,
         scopes=SCOPES, layers=5, text_sets=tuple(TEXT_SETS), tasks=tuple(DOWNSTREAM),
-        task_limit=1000, mmlu_per_subject=18, task_fraction=0.1, fig1_tokens=32,
+        task_sample=1000, mmlu_per_subject=18, task_fraction=0.1, fig1_tokens=32,
         own=_own(6, 384, 5000, 512, 256, 128),
         bench_lengths=(512, 1024, 2048), bench_naive_max_gb=40.0, bench_repeats=10,
     ),
@@ -135,7 +138,7 @@ PRESETS: dict[str, Preset] = {
     "paper": Preset(
         model="mistralai/Mistral-7B-v0.1", dtype="bfloat16", window=1024, windows=256, batch_size=4,
         fractions=FRACTIONS, scopes=SCOPES, layers=8, text_sets=tuple(TEXT_SETS), tasks=tuple(DOWNSTREAM),
-        task_limit=2000, mmlu_per_subject=None, task_fraction=0.1, fig1_tokens=32,
+        task_sample=None, mmlu_per_subject=None, task_fraction=0.1, fig1_tokens=32,
         own=_own(6, 384, 5000, 512, 256, 128),
         bench_lengths=(512, 1024, 2048, 4096), bench_naive_max_gb=40.0, bench_repeats=10,
     ),

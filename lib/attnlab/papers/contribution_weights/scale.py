@@ -6,16 +6,19 @@ The paper measured 7-8B base models; the largest offline models are 1.5B (``attn
 GGUF weights dequantised to float32, Gemma-3-270M is a base model, the others instruct models). Each model
 runs the notebook's own methods (``ContributionExperiment.sinks``, ``faithfulness``, ``downstream``; cached,
 so a re-run loads no model) with the scale's reduced settings: one text set (Brown), the joint ranking
-scope, a few fractions, and MMLU (the paper's own downstream task, a fixed subject-stratified sample) where
-the model is an instruct model (Gemma-3-270M base answers "D" to most MMLU questions, at chance: it gets
-none). The claims rows are those of the main table (``claims.pretrained_claims``), one set per model.
+scope, a few fractions, and the paper's three downstream tasks (MMLU, WinoGrande, BoolQ), each a fixed
+sample of ``task_sample`` items (MMLU: ``mmlu_per_subject`` per subject), under the interventions the
+downstream claim compares. A task is judged only where the model's clean accuracy is above chance
+(``claims.downstream_task``); Gemma-3-270M base, measured at chance on MMLU (it answers "D" to most
+questions), is given WinoGrande and BoolQ only (``set_aside``). The claims rows are those of the main table
+(``claims.pretrained_claims``), one set per model.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -40,46 +43,57 @@ class Scale:
     window: int  # tokens per window
     fractions: tuple[float, ...]  # value terms zeroed per query (0, the clean pass, first)
     layers: int  # evenly spaced layers intervened on (one at a time, then together)
-    tasks: tuple[str, ...]  # downstream tasks of every model but those in ``no_tasks``
+    tasks: tuple[str, ...]  # downstream tasks of every model (less its ``set_aside`` ones)
     dtype: str  # the precision every model runs in (presets.DTYPES)
-    no_tasks: tuple[str, ...] = field(default=("gemma3-270m",))  # models given no downstream task
+    task_sample: int | None  # items per task but MMLU, a fixed sample (experiment.task_items; None: all)
+    mmlu_per_subject: int | None  # MMLU questions per subject (57 subjects: 9 gives 513)
+    # (model, task) pairs not run: the model was measured at chance on the task (a gate on the baseline only)
+    set_aside: tuple[tuple[str, str], ...] = (("gemma3-270m", "mmlu"),)
     # the downstream interventions: those the downstream claim compares (contribution weights against each
     # baseline, top and bottom zeroed); the main section also runs |c|, which no verdict reads
     task_measures: tuple[str, ...] = HIERARCHY
 
 
+#: The paper's three downstream tasks, in every scale's section.
+TASKS = ("mmlu", "winogrande", "boolq")
 _WIDE = Scale(
-    SCALE_MODELS["gpu"], windows=64, window=128, fractions=(0.0, 0.02, 0.05, 0.2), layers=3, tasks=("mmlu",),
-    dtype="bfloat16",
+    SCALE_MODELS["gpu"], windows=64, window=128, fractions=(0.0, 0.02, 0.05, 0.2), layers=3, tasks=TASKS,
+    dtype="bfloat16", task_sample=1000, mmlu_per_subject=18,
 )  # fmt: skip
 PRESETS = {
-    # SmolLM2 alone (nothing large is downloaded at smoke scale), a task it answers in seconds (BIG-bench's:
-    # skipped, and its row not testable, where BIG-bench is unavailable).
+    # SmolLM2 alone (nothing large is downloaded at smoke scale), two items of WinoGrande and BoolQ.
     "smoke": Scale(
         SCALE_MODELS["smoke"],
         windows=2,
         window=12,
         fractions=(0.0, 0.3),
         layers=1,
-        tasks=("sva_linzen",),
+        tasks=("winogrande", "boolq"),
         dtype="float32",
+        task_sample=2,
+        mmlu_per_subject=1,
     ),
     # bfloat16, as the gpu preset runs: on a CPU with bfloat16 matrix units (AMX) it is 2.9x faster than
     # float32 on Qwen-1.5B's MMLU (65 questions, clean and one intervention: 85 s against 245 s on two cores;
-    # accuracy 0.49 against 0.48, the same letter on 59 of 65), which brought Qwen-1.5B's MMLU, 513 questions
-    # under the 7 interventions of the time, from about 97 minutes to about 33; with 6 (``task_measures``)
-    # and the last MLP at the read positions only, 26.7 on a CPU without AMX (the reduced grid: 29.5)
-    # (docs/papers/contribution-weights.md, "Speed and precision of the scale section", "Where the time
-    # goes"). SmolLM2 also runs in float32 in the main sections, so the precision's effect can be read off
-    # one model.
+    # accuracy 0.49 against 0.48, the same letter on 59 of 65); Qwen-1.5B's MMLU, 513 questions under the 6
+    # interventions of ``task_measures`` with the last MLP at the read positions only, took 26.7 minutes on
+    # a CPU without AMX (docs/papers/contribution-weights.md, "Speed and precision of the scale section",
+    # "Where the time goes"). The paper's three tasks at 500 or more items each: MMLU 513, WinoGrande and
+    # BoolQ 500. Expected, not measured, from their tokens against that MMLU time: WinoGrande (0.45 of
+    # MMLU's tokens) about 12 minutes and BoolQ (1.3 times, long passages) about 35 for Qwen-1.5B, whose
+    # downstream grows from 27 to about 74 minutes; Qwen-0.5B's about a third of that; the scale section
+    # about two hours in all on two cores. SmolLM2 also runs in float32 in the main sections, so the
+    # precision's effect can be read off one model.
     "cpu": Scale(
         SCALE_MODELS["cpu"],
         windows=16,
         window=48,
         fractions=(0.0, 0.05, 0.2),
         layers=1,
-        tasks=("mmlu",),
+        tasks=TASKS,
         dtype="bfloat16",
+        task_sample=500,
+        mmlu_per_subject=9,
     ),
     "gpu": _WIDE,
     "paper": _WIDE,
@@ -92,8 +106,9 @@ def experiment_for(exp: ContributionExperiment, name: str, scale: Scale) -> Cont
     preset = replace(
         exp.preset, windows=scale.windows, window=scale.window, fractions=scale.fractions,
         layers=scale.layers, scopes=("joint",), dtype=scale.dtype, task_measures=scale.task_measures,
+        task_sample=scale.task_sample, mmlu_per_subject=scale.mmlu_per_subject,
     )  # fmt: skip
-    tasks = () if name in scale.no_tasks else scale.tasks
+    tasks = tuple(t for t in scale.tasks if (name, t) not in scale.set_aside)
     return replace(exp, model=name, preset=preset, text_sets=("brown",), tasks=tasks)
 
 
