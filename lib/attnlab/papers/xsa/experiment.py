@@ -8,6 +8,7 @@ The notebook ``notebooks/xsa.ipynb`` calls ``configure`` with its parameters, th
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -19,21 +20,32 @@ import torch
 
 from attnlab import paths
 from attnlab.data import shards
-from attnlab.data.tasks import TASKS, MultipleChoice, choice_logprobs, load_task
+from attnlab.data.tasks import MultipleChoice, choice_logprobs, load_lambada, load_task
 from attnlab.data.tokenizer import Tokenizer
-from attnlab.errors import DataUnavailable, ParameterError, TrainingDiverged
+from attnlab.errors import ParameterError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment, with_steps
 from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
-from attnlab.papers.xsa.presets import GPU_CORPUS, GPU_CORPUS_COMMAND, PAPER_TABLE1, PRESETS, Preset
+from attnlab.papers.xsa.presets import (
+    GPU_CORPUS,
+    GPU_CORPUS_COMMAND,
+    PAPER_TABLE1,
+    PAPER_TABLE2,
+    PRESETS,
+    Preset,
+    paper_gains,
+)
 from attnlab.papers.xsa.zero_shot import (
     BASELINES,
+    GREEDY,
+    LAMBADA,
     SAMPLE_SEED,
     SCORINGS,
-    SKIPPED,
     ZERO_SHOT_COLUMNS,
     accuracy,
     best_baseline,
+    lambada_baselines,
+    lambada_hits,
     no_prompt_accuracy,
     sample_items,
     trivial_baselines,
@@ -542,49 +554,50 @@ class XSAExperiment(PaperExperiment):
     # Table 2 ------------------------------------------------------------------------------------------
 
     def zero_shot(self, runs: Runs, grids: dict[str, Grid] | None = None) -> pd.DataFrame:
-        """Table 2: zero-shot accuracy of the deepest size's SA and XSA models on BIG-bench tasks (a fixed
-        random sample of ``task_limit`` items each, :func:`~attnlab.papers.xsa.zero_shot.sample_items`), under
-        each scoring of :data:`~attnlab.papers.xsa.zero_shot.SCORINGS` (cached per trained run, task and item
-        sample; ``grids`` as for :meth:`train_all`). A row per (task, kind, seed, scoring): the accuracy, the
-        items answered correctly (accuracy x n, rounded: ties earn fractional credit) and the task's trivial
-        baselines (:func:`~attnlab.papers.xsa.zero_shot.trivial_baselines`; ``no_prompt``: this model's
-        preferred answer without the prompt).
-
-        A task whose items cannot be had here (:class:`~attnlab.errors.DataUnavailable`: BIG-bench's sdist was
-        deleted from PyPI) is skipped: it has no rows, a line says why (:func:`skipped_note`), and the table
-        keeps ``{task: reason}`` (:func:`~attnlab.papers.xsa.zero_shot.skipped_tasks`) for its claims rows,
-        which are then "not testable here". With every task skipped the table is empty, with its columns."""
+        """Table 2: zero-shot accuracy of the deepest size's SA and XSA models on the paper's tasks
+        (``preset.tasks``: seven multiple-choice sets and LAMBADA; a fixed random sample of ``task_limit``
+        items each, :func:`~attnlab.papers.xsa.zero_shot.sample_items`), the multiple-choice sets under each
+        scoring of :data:`~attnlab.papers.xsa.zero_shot.SCORINGS`, LAMBADA by greedy continuation
+        (:func:`~attnlab.papers.xsa.zero_shot.lambada_hits`, scoring ``greedy``), cached per trained run, task
+        and item sample (``grids`` as for :meth:`train_all`). A row per (task, kind, seed, scoring): the
+        accuracy, the items answered correctly (accuracy x n, rounded: ties earn fractional credit) and the
+        task's trivial baselines (:func:`~attnlab.papers.xsa.zero_shot.trivial_baselines`; ``no_prompt``: this
+        model's preferred answer without the prompt; LAMBADA's:
+        :func:`~attnlab.papers.xsa.zero_shot.lambada_baselines`, NaN where one does not apply)."""
         size = self.sizes[-1]
-        rows, skipped = [], {}
-        for task in TASKS:
-            try:
+        rows = []
+        for task in self.preset.tasks:
+            if task == LAMBADA:
+                pairs = sample_items(load_lambada(), self.preset.task_limit)
+                baselines = {**lambada_baselines([word for _, word in pairs]), "no_prompt": math.nan}
+            else:
                 items = sample_items(load_task(task), self.preset.task_limit)
-            except DataUnavailable as err:
-                skipped[task] = err.reason
-                continue
-            baselines = trivial_baselines(items)
+                baselines = trivial_baselines(items)
             for kind in KINDS:
                 for seed in self.seeds:
                     spec = self.spec(size, kind, seed, self._best(grids, size))
-                    result = self._zero_shot_scores(task, items, runs[size, kind, seed].model, spec)
-                    for scoring in SCORINGS:
-                        acc = result["accuracy"][scoring]
+                    model = runs[size, kind, seed].model
+                    if task == LAMBADA:
+                        result = self._lambada_scores(pairs, model, spec)
+                        accuracies, no_prompt = {GREEDY: result["accuracy"]}, math.nan
+                    else:
+                        result = self._zero_shot_scores(task, items, model, spec)
+                        accuracies, no_prompt = result["accuracy"], result["no_prompt"]
+                    for scoring, acc in accuracies.items():
                         rows.append({"task": task, "n": result["n"], "kind": kind, "seed": seed,
                                      "scoring": scoring, "accuracy": acc, "correct": round(acc * result["n"]),
-                                     **baselines, "no_prompt": result["no_prompt"]})  # fmt: skip
-        table = pd.DataFrame(rows, columns=list(ZERO_SHOT_COLUMNS))
-        if skipped:
-            print(skipped_note(skipped, len(TASKS)))
-            table.attrs[SKIPPED] = skipped
-        return table
+                                     **baselines, "no_prompt": no_prompt})  # fmt: skip
+        return pd.DataFrame(rows, columns=list(ZERO_SHOT_COLUMNS))
+
+    def _zero_shot_key(self, task: str, spec: RunSpec, tokenizer: Tokenizer) -> dict:
+        return {"run": spec.key(self.torch_device), "task": task, "limit": self.preset.task_limit,
+                "sample_seed": SAMPLE_SEED, "tokenizer": tokenizer.name}  # fmt: skip
 
     def _zero_shot_scores(self, task: str, items: list[MultipleChoice], model: GPT, spec: RunSpec) -> dict:
         """The scores on ``task`` of ``model`` (trained as ``spec``), from the results cache: every choice's
         summed log-likelihood with and without the prompt, the accuracy under each scoring, and the no-prompt
         baseline."""
         tokenizer = corpus_tokenizer(self.preset.corpus)
-        key = {"run": spec.key(self.torch_device), "task": task, "limit": self.preset.task_limit,
-               "sample_seed": SAMPLE_SEED, "tokenizer": tokenizer.name}  # fmt: skip
 
         def compute() -> dict:
             conditional = choice_logprobs(model, items, tokenizer=tokenizer)
@@ -593,24 +606,43 @@ class XSAExperiment(PaperExperiment):
                     "accuracy": {s: accuracy(items, conditional, unconditional, s) for s in SCORINGS},
                     "no_prompt": no_prompt_accuracy(items, unconditional)}  # fmt: skip
 
-        return cached_result("xsa_zero_shot_scores", key, compute)[0]
+        return cached_result("xsa_zero_shot_scores", self._zero_shot_key(task, spec, tokenizer), compute)[0]
+
+    def _lambada_scores(self, items: list[tuple[str, str]], model: GPT, spec: RunSpec) -> dict:
+        """LAMBADA's greedy hits of ``model`` (trained as ``spec``) per item and their share, from the results
+        cache."""
+        tokenizer = corpus_tokenizer(self.preset.corpus)
+
+        def compute() -> dict:
+            hits = lambada_hits(model, items, tokenizer)
+            return {"n": len(items), "hits": hits, "accuracy": statistics.fmean(hits)}
+
+        key = self._zero_shot_key(LAMBADA, spec, tokenizer)
+        return cached_result("xsa_zero_shot_lambada", key, compute)[0]
 
     @staticmethod
     def zero_shot_table(zero_shot: pd.DataFrame) -> pd.DataFrame:
         """Table 2 per task, scoring and kind: mean accuracy over seeds, its 95% Wilson interval (items
         answered correctly, seed mean), the task's chance level and its best trivial baseline (name and
-        accuracy; the no-prompt baseline as a seed mean); empty, with these columns, where every task was
-        skipped."""
+        accuracy; the no-prompt baseline as a seed mean); beside them the task's gain, XSA - SA accuracy in
+        points (seed mean, ours under that scoring, the same on both kinds' rows), and the paper's gain on
+        the task at each of its sizes (``paper_gain_<size>``, points, :data:`PAPER_TABLE2`)."""
         rows = []
         for (task, scoring, kind), g in zero_shot.groupby(["task", "scoring", "kind"], sort=False):
             n = int(g["n"].iloc[0])
             est = binomial_interval(round(g["correct"].mean()), n)
             name, value = best_baseline({b: float(g[b].mean()) for b in BASELINES})
+            by_kind = zero_shot[(zero_shot["task"] == task) & (zero_shot["scoring"] == scoring)]
+            mean = by_kind.groupby("kind")["accuracy"].mean()
+            gain = 100 * (mean["xsa"] - mean["sa"]) if {"sa", "xsa"} <= set(mean.index) else math.nan
+            paper = {f"paper_gain_{size}": gain for size, gain in paper_gains(str(task)).items()}
             rows.append({"task": task, "scoring": scoring, "kind": kind, "n": n,
                          "chance": g["chance"].iloc[0], "baseline": name, "baseline_accuracy": value,
-                         "accuracy": est.mean, "low": est.low, "high": est.high})  # fmt: skip
+                         "accuracy": est.mean, "low": est.low, "high": est.high, "gain_points": gain,
+                         **paper})  # fmt: skip
+        paper_columns = [f"paper_gain_{size}" for size in PAPER_TABLE2]  # NaN: not a task of the paper's
         columns = ["task", "scoring", "kind", "n", "chance", "baseline", "baseline_accuracy", "accuracy",
-                   "low", "high"]  # fmt: skip
+                   "low", "high", "gain_points", *paper_columns]  # fmt: skip
         return pd.DataFrame(rows, columns=columns).set_index(["task", "scoring", "kind"])
 
     # Claims -------------------------------------------------------------------------------------------
@@ -621,19 +653,6 @@ class XSAExperiment(PaperExperiment):
         from attnlab.papers.xsa.claims import claims as xsa_claims  # judged after computing
 
         return xsa_claims(self, evidence)
-
-
-def skipped_note(skipped: Mapping[str, str], tasks: int) -> str:
-    """The line(s) saying which zero-shot tasks were skipped and why (``skipped``: task -> reason, of
-    ``tasks`` in all): one line when every task was skipped for one reason, else one per reason naming its
-    tasks. The reasons hold no paths, so the note reads the same on every machine."""
-    by_reason: dict[str, list[str]] = {}
-    for task, reason in skipped.items():
-        by_reason.setdefault(reason, []).append(task)
-    if len(skipped) == tasks and len(by_reason) == 1:
-        return f"zero-shot tasks: skipped: {next(iter(by_reason))}"
-    lines = [f"zero-shot tasks {', '.join(names)}: skipped: {why}" for why, names in by_reason.items()]
-    return "\n".join(lines)
 
 
 def _unconditional_logprobs(

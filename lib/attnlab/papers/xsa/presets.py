@@ -62,6 +62,11 @@ class Bench:
     repeats: int
 
 
+# The paper's Table 2: its eight zero-shot tasks (lm-eval-harness), by their names here: ``lambada`` is scored
+# by ``attnlab.papers.xsa.zero_shot.lambada_hits``, the others are ``attnlab.data.tasks.TASKS``.
+TABLE2_TASKS = ("arc_easy", "boolq", "hellaswag", "lambada", "openbookqa", "piqa", "social_iqa", "winogrande")
+
+
 @dataclass(frozen=True)
 class Preset:
     sizes: dict[str, Size]
@@ -76,6 +81,7 @@ class Preset:
     micro_tokens: int | None = None  # tokens per forward pass per process (gradient accumulation); None = all
     control_sizes: tuple[str, ...] = ()  # sizes where XSA's controls (xsa-random, xsa-prev) train every seed
     lr_extensions: int = 2  # grid points a size's LR search may add beyond an edge that wins
+    tasks: tuple[str, ...] = TABLE2_TASKS  # Table 2's zero-shot tasks, the paper's eight at every scale
 
 
 # The GPU presets train in bfloat16 autocast with a compiled model, as the paper's runs would.
@@ -88,8 +94,46 @@ PAPER_TABLE1 = {
     "2.7B": Size(_gpt(32, 2560, 24, 128, 2048, 50257), _train(200_000, 256, 2048, 3e-4, 2000, 400, **GPU)),
 }
 
-# The paper's Table 2: zero-shot accuracy (%), baseline -> XSA, averaged over its eight tasks.
+# The paper's Table 2 per model and task: zero-shot accuracy (%), baseline (SA) -> XSA.
+PAPER_TABLE2 = {
+    "0.7B": {
+        "arc_easy": (51.26, 52.69), "boolq": (61.07, 61.19), "hellaswag": (55.68, 56.29),
+        "lambada": (52.82, 54.07), "openbookqa": (35.00, 32.20), "piqa": (74.05, 73.78),
+        "social_iqa": (40.02, 41.45), "winogrande": (55.88, 56.20),
+    },
+    "1.3B": {
+        "arc_easy": (56.19, 58.84), "boolq": (65.47, 62.29), "hellaswag": (60.69, 62.41),
+        "lambada": (56.24, 58.57), "openbookqa": (34.60, 36.00), "piqa": (75.90, 76.61),
+        "social_iqa": (41.40, 42.84), "winogrande": (58.80, 59.98),
+    },
+    "2.7B": {
+        "arc_easy": (58.59, 60.65), "boolq": (60.98, 64.86), "hellaswag": (66.20, 67.40),
+        "lambada": (60.18, 62.04), "openbookqa": (37.00, 38.40), "piqa": (76.61, 77.80),
+        "social_iqa": (42.94, 41.45), "winogrande": (61.96, 62.75),
+    },
+}  # fmt: skip
+
+# The paper's Table 2: zero-shot accuracy (%), baseline -> XSA, averaged over its eight tasks (as printed).
 PAPER_TABLE2_AVG = {"0.7B": (53.22, 53.48), "1.3B": (56.16, 57.19), "2.7B": (58.06, 59.42)}
+
+
+def paper_gains(task: str) -> dict[str, float]:
+    """The paper's gain on ``task`` per model, XSA - baseline accuracy (points); empty for a task not in its
+    Table 2."""
+    return {size: round(xsa - sa, 2) for size, (sa, xsa) in _paper_rows(task)}
+
+
+def paper_task_text(task: str) -> str:
+    """The paper's Table 2 numbers of ``task``, "0.7B 51.26 -> 52.69 (+1.43), ..." (baseline -> XSA, %)."""
+    rows = _paper_rows(task)
+    if not rows:
+        return f"{task} is not a task of the paper's Table 2"
+    return ", ".join(f"{size} {sa:.2f} -> {xsa:.2f} ({xsa - sa:+.2f})" for size, (sa, xsa) in rows)
+
+
+def _paper_rows(task: str) -> list[tuple[str, tuple[float, float]]]:
+    return [(size, by_task[task]) for size, by_task in PAPER_TABLE2.items() if task in by_task]
+
 
 # The gpu scale's corpus: FineWeb in byte tokens (the gpu models read bytes, as the smaller scales do), built
 # once with this command; 1e9 bytes is more than any gpu run trains on (164M), so no run repeats its data. The

@@ -1,5 +1,8 @@
-"""XSA Table 2: zero-shot multiple-choice scoring as language-model evaluation harnesses score it, and the
-trivial baselines a model must beat before its accuracy supports a claim.
+"""XSA Table 2: zero-shot scoring as language-model evaluation harnesses score it, and the trivial baselines a
+model must beat before its accuracy supports a claim.
+
+The tasks are the paper's eight (:data:`~attnlab.papers.xsa.presets.TABLE2_TASKS`): seven multiple-choice sets
+(:data:`attnlab.data.tasks.TASKS`) and LAMBADA.
 
 A candidate answer c of prompt x is scored three ways (lm-eval-harness's ``acc``, ``acc_norm`` and
 ``acc_mutual_info``), from its summed log-likelihood given the prompt, log P(c | x), and given no prompt,
@@ -10,40 +13,54 @@ log P(c):
 - ``unconditional``: log P(c | x) - log P(c), how much the prompt raises the answer's likelihood, which
   cancels both the answer's length and how common it is.
 
+LAMBADA has no choices: a passage counts as right when the model's greedy continuation of it is " " + its
+last word, token for token in the model's own tokenizer (lm-eval-harness's LAMBADA ``acc``;
+:func:`lambada_hits`), one scoring, ``greedy``.
+
 An accuracy means something only above what a model gets without reading the item well: the trivial
 baselines (:func:`trivial_baselines`): chance (1 / choices), always the most frequent correct answer text,
 always the shortest or the longest answer, and (per model) the answer the model prefers with no prompt at
-all. A task is judged only where a model's accuracy lies above the best of them (the gate
-:func:`attnlab.papers.xsa.claims.above_baseline`, kept with the other verdicts, outside the results' code
-keys). The
-position of the correct choice is no baseline: the scores do not depend on the order of the choices (a tie
-earns the same credit wherever the answer is listed), and BIG-bench lists it first.
+all. LAMBADA's (:func:`lambada_baselines`) are chance, taken as 0 (one word of an open vocabulary), and always
+the most frequent last word of the items: an answer that ignores the passage is one fixed word, and no fixed
+word is right more often than the most frequent one, so that baseline bounds the no-prompt one too (the
+others do not apply: NaN, which :func:`best_baseline` passes over). A task is judged only where a model's
+accuracy lies above the best of them (the gate :func:`attnlab.papers.xsa.claims.above_baseline`, kept with
+the other verdicts, outside the results' code keys). The position of the correct choice is no baseline: the
+scores do not depend on the order of the choices (a tie earns the same credit wherever the answer is listed).
 
-A task's items are a fixed random sample (:func:`sample_items`), not its first ones: BIG-bench files are
-ordered (the first 300 of the simple subject-verb agreement set all have a singular subject, so there the
-longer verb is always right).
+A task's items are a fixed random sample (:func:`sample_items`), not its first ones, so that an ordered file
+cannot hand a model a run of one kind of item.
 """
 
 from __future__ import annotations
 
+import copy
+import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
-import pandas as pd
+import torch
 
 from attnlab.data.tasks import MultipleChoice, tie_credit
+from attnlab.data.tokenizer import ByteTokenizer, Tokenizer
+from attnlab.model import GPT
 
 #: The ways a choice is scored (see the module docstring).
 SCORINGS = ("sum", "per_byte", "unconditional")
 #: The scorings the claims are judged on: the summed log-likelihood is shown beside them, never judged, since
 #: it prefers short answers (a model picking the shortest choice looks like one that learned the task).
 CLAIM_SCORINGS = ("per_byte", "unconditional")
+#: LAMBADA's one scoring (greedy continuation), and the task's name in Table 2.
+GREEDY = "greedy"
+LAMBADA = "lambada"
 SCORING_LABELS = {
     "sum": "summed log-likelihood",
     "per_byte": "log-likelihood per byte",
     "unconditional": "log-likelihood minus its value without the prompt",
+    GREEDY: "greedy continuation is the last word",
 }
 #: The trivial baselines of a task, in the order a tie between them is named; ``no_prompt`` is per model.
 BASELINES = ("chance", "majority_answer", "shortest", "longest", "no_prompt")
@@ -58,25 +75,15 @@ BASELINE_LABELS = {
 
 #: The columns of Table 2's tidy table (``XSAExperiment.zero_shot``): a row per (task, kind, seed, scoring).
 ZERO_SHOT_COLUMNS = ("task", "n", "kind", "seed", "scoring", "accuracy", "correct", *BASELINES)
-#: Where a Table 2 table keeps the tasks it skipped, ``{task: why}`` (in its ``attrs``): a task whose items
-#: cannot be had here (BIG-bench's sdist was deleted from PyPI: ``attnlab.errors.DataUnavailable``) has no
-#: rows, and its claims rows are "not testable here" with that reason.
-SKIPPED = "skipped"
-
-
-def skipped_tasks(zero_shot: pd.DataFrame) -> dict[str, str]:
-    """The tasks a Table 2 table skipped, ``{task: why}`` (empty where every task was measured)."""
-    return dict(zero_shot.attrs.get(SKIPPED, {}))
-
-
 #: The seed of every task's item sample (:func:`sample_items`): fixed before any run, never changed to move a
 #: result.
 SAMPLE_SEED = 0
 
 
-def sample_items(
-    items: Sequence[MultipleChoice], limit: int | None, seed: int = SAMPLE_SEED
-) -> list[MultipleChoice]:
+_Item = TypeVar("_Item")
+
+
+def sample_items(items: Sequence[_Item], limit: int | None, seed: int = SAMPLE_SEED) -> list[_Item]:
     """``limit`` of ``items`` drawn at random without replacement by ``seed``, kept in file order (all of them
     when ``limit`` is None or not smaller than their number)."""
     if limit is None or limit >= len(items):
@@ -162,8 +169,10 @@ def trivial_baselines(items: Sequence[MultipleChoice]) -> dict[str, float]:
 
 
 def best_baseline(baselines: Mapping[str, float]) -> tuple[str, float]:
-    """The highest of ``baselines`` (name, accuracy); a tie goes to the first in :data:`BASELINES` order."""
-    order = [name for name in BASELINES if name in baselines] + [n for n in baselines if n not in BASELINES]
+    """The highest of ``baselines`` (name, accuracy), passing over NaN (a baseline that does not apply to the
+    task); a tie goes to the first in :data:`BASELINES` order."""
+    given = {n: v for n, v in baselines.items() if not math.isnan(v)}
+    order = [name for name in BASELINES if name in given] + [n for n in given if n not in BASELINES]
     name = max(order, key=lambda n: (baselines[n], -order.index(n)))
     return name, float(baselines[name])
 
@@ -172,3 +181,61 @@ def baseline_label(baselines: Mapping[str, float], value: float) -> str:
     """The labels of every baseline at ``value`` (several where they tie), in :data:`BASELINES` order."""
     names = [n for n in dict.fromkeys((*BASELINES, *baselines)) if baselines.get(n) == value]
     return " = ".join(BASELINE_LABELS.get(n, n) for n in names)
+
+
+def lambada_baselines(words: Sequence[str]) -> dict[str, float]:
+    """LAMBADA's model-free baselines over the items' last ``words``: ``chance`` 0 (one word of an open
+    vocabulary), ``majority_answer`` the share of items whose word is the most frequent one (the best any
+    answer that ignores the passage can do, so it also bounds the model's no-prompt answer), and NaN for the
+    choice-length baselines, which do not apply."""
+    if not words:
+        raise ValueError("no LAMBADA items")
+    share = Counter(words).most_common(1)[0][1] / len(words)
+    return {"chance": 0.0, "majority_answer": share, "shortest": math.nan, "longest": math.nan}
+
+
+def greedy_hit(logits: torch.Tensor, targets: torch.Tensor) -> bool:
+    """Whether greedy decoding reproduces ``targets``: ``logits[k]`` (the model's output at the position
+    before ``targets[k]``, shape (n, vocab)) has its maximum at ``targets[k]`` for every k. Teacher forcing
+    is exact here: while every earlier token matched, the greedy continuation's prefix is the target's."""
+    if logits.shape[:-1] != targets.shape or not len(targets):
+        raise ValueError(f"logits {tuple(logits.shape)} for targets {tuple(targets.shape)}")
+    return bool((logits.argmax(dim=-1) == targets).all())
+
+
+@torch.no_grad()
+def lambada_hits(
+    model: GPT, items: Sequence[tuple[str, str]], tokenizer: Tokenizer | None = None, batch_size: int = 64
+) -> list[bool]:
+    """LAMBADA's accuracy per item (``(context, last word)``, :func:`attnlab.data.tasks.load_lambada`): the
+    model's greedy continuation of the context is " " + the word (:func:`greedy_hit`), as lm-eval-harness
+    scores it. ``tokenizer``: the model's (default bytes: greedy bytes), applied to the context and the target
+    separately; the context is cut from the left to fit the block size. Float64 on a copy of the model, as
+    :func:`~attnlab.data.tasks.choice_logprobs` scores (the argmax must not depend on the thread count)."""
+    tok = tokenizer or ByteTokenizer()
+    model = copy.deepcopy(model).double()
+    model.eval()
+    device = next(model.parameters()).device
+    block = model.cfg.block_size
+
+    def encode(text: str) -> torch.Tensor:
+        return torch.from_numpy(tok.encode_batch([text])[0].astype(np.int64))
+
+    seqs, spans = [], []
+    for context, word in items:
+        target = encode(" " + word)
+        seq = torch.cat((encode(context), target))[-(block + 1) :]
+        seqs.append(seq)
+        spans.append(min(len(target), len(seq) - 1))
+    hits = []
+    for start in range(0, len(seqs), batch_size):
+        chunk = seqs[start : start + batch_size]
+        batch = torch.zeros(len(chunk), max(len(s) for s in chunk), dtype=torch.long)
+        for i, s in enumerate(chunk):
+            batch[i, : len(s)] = s  # right padding never affects earlier positions (causal)
+        logits, _ = model(batch[:, :-1].to(device))
+        for i, s in enumerate(chunk):
+            n = spans[start + i]
+            # the output at position p predicts token p + 1: the n targets s[-n:] come from outputs [-n-1, -1)
+            hits.append(greedy_hit(logits[i, len(s) - 1 - n : len(s) - 1].cpu(), s[len(s) - n :]))
+    return hits
