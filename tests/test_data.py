@@ -393,3 +393,82 @@ def test_a_withdrawn_artifact_runs_from_a_copy_placed_by_hand(data_root, monkeyp
     assert (artifacts.extract("fake", ["a/*"]) / "a" / "x.json").read_text() == '{"examples": []}'
     (data_root / "downloads" / archive.name).unlink()
     assert artifacts.available("fake")  # its extraction is enough now
+
+
+# ----------------------------------------------------------------------------------------------
+# many processes preparing one corpus (training workers started together on a fresh data folder)
+
+
+def _slow_documents() -> list[tuple[str, str]]:
+    import time
+
+    time.sleep(0.3)  # widens the window in which an unlocked second process would read half-written splits
+    return [(f"doc{i:03d}", f"Document {i}. " * 400) for i in range(40)]
+
+
+def _register_fake_corpus(name: str) -> None:
+    data._CORPORA[name] = _slow_documents
+    artifacts.ARTIFACTS[name] = Artifact(name, "1", "pypi-wheel", name, f"{name}.whl", "0" * 64)
+
+
+def _tokens_in_a_fresh_process(name: str) -> int:
+    _register_fake_corpus(name)
+    return int(sum(t.numel() for t in data.load_tokens(name).values()))
+
+
+def test_processes_started_together_prepare_a_corpus_once_and_all_read_it_whole(
+    data_root, tmp_path, monkeypatch
+):
+    import concurrent.futures
+    import multiprocessing
+
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))  # where the locks live
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(3, mp_context=spawn) as pool:
+        sizes = list(pool.map(_tokens_in_a_fresh_process, ["fake-race"] * 3))
+    monkeypatch.setitem(data._CORPORA, "fake-race", _slow_documents)
+    monkeypatch.setitem(
+        artifacts.ARTIFACTS, "fake-race", Artifact("fake-race", "1", "pypi-wheel", "f", "f.whl", "0" * 64)
+    )
+    expected = int(sum(t.numel() for t in data.load_tokens("fake-race").values()))
+    assert sizes == [expected] * 3
+
+
+def test_every_project_exception_crosses_a_process_boundary_intact():
+    import inspect
+    import pickle
+
+    from attnlab import errors
+
+    made = {
+        errors.DataUnavailable: errors.DataUnavailable("no copy of x here", "x is gone"),
+        errors.CorruptFile: errors.CorruptFile(Path("/d/f.npy"), "SHA-256 differs", "delete it"),
+    }
+    classes = [c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, Exception)]
+    assert set(made) < set(classes)
+    for cls in classes:
+        err = made.get(cls) or cls("what went wrong")
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is cls and str(back) == str(err) and vars(back) == vars(err)
+
+
+def test_splits_and_tokens_are_prepared_under_the_corpus_lock(data_root, tmp_path, monkeypatch):
+    from attnlab import locks
+
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
+    monkeypatch.setitem(data._CORPORA, "fake-lock", lambda: [("d1", "One document. " * 50)])
+    monkeypatch.setitem(
+        artifacts.ARTIFACTS, "fake-lock", Artifact("fake-lock", "1", "pypi-wheel", "f", "f.whl", "0" * 64)
+    )
+    held = []
+    prepare = data._prepare_splits
+
+    def watched(name, val_fraction):
+        held.append(locks.is_locked(data.corpus_dir(name)))
+        return prepare(name, val_fraction)
+
+    monkeypatch.setattr(data, "_prepare_splits", watched)
+    data.load_tokens("fake-lock")
+    data.prepare_splits("fake-lock")
+    assert held == [True, True]
+    assert not locks.is_locked(data.corpus_dir("fake-lock"))  # released afterwards

@@ -4,6 +4,7 @@ reaches the caller."""
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,51 @@ def test_available_cores_falls_back_to_the_cpu_count(monkeypatch):
     assert workers.available_cores() == 3
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert workers.available_cores() == 1
+
+
+_PARENT = """
+import sys, time
+sys.path.insert(0, {tests!r})
+from attnlab.training import workers
+import test_workers
+workers.run_in_workers(test_workers.sleep_and_record, [{folder!r} + "/a", {folder!r} + "/b"], 2, threads=1)
+"""
+
+
+def sleep_and_record(path: str) -> None:
+    """A job that records its process id, then runs far longer than the test waits."""
+    import time
+
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_workers_die_with_a_killed_parent(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    script = _PARENT.format(tests=str(Path(__file__).parent), folder=str(tmp_path))
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    files = [tmp_path / "a", tmp_path / "b"]
+    deadline = time.monotonic() + 120
+    while not all(f.is_file() and f.read_text() for f in files):
+        assert time.monotonic() < deadline and parent.poll() is None, "the workers never started"
+        time.sleep(0.2)
+    pids = [int(f.read_text()) for f in files]
+    parent.send_signal(signal.SIGKILL)  # as when a notebook kernel is killed: no clean-up code runs
+    parent.wait()
+    deadline = time.monotonic() + 20
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+    assert alive == [], f"workers {alive} outlived their parent"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "Z"

@@ -22,6 +22,9 @@ class DataUnavailable(ArtifactError):
         super().__init__(message)
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # intact across processes (worker -> notebook)
+        return type(self), (str(self), self.reason)
+
 
 class CorruptFile(RuntimeError):
     """A file the project wrote earlier fails its check on reading: its SHA-256 differs from the one recorded
@@ -32,7 +35,12 @@ class CorruptFile(RuntimeError):
         self, path: object, problem: str, remedy: str = "delete it and run again to rebuild it"
     ) -> None:
         self.path = path
+        self.problem = problem
+        self.remedy = remedy
         super().__init__(f"{path}: {problem}; {remedy}")
+
+    def __reduce__(self) -> tuple[type, tuple[object, str, str]]:  # intact across processes
+        return type(self), (self.path, self.problem, self.remedy)
 
 
 class ConfigError(ValueError):

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from attnlab import verified
 from attnlab.data.artifacts import extract, get
 from attnlab.errors import ArtifactError, CorruptFile
+from attnlab.locks import exclusive
 from attnlab.paths import data_dir
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ def derivation_digest() -> str:
         split_point,
         split_document,
     )
-    steps += (prepare_splits, load_tokens)
+    steps += (_prepare_splits, _token_arrays)
     h = hashlib.sha256()
     for step in steps:
         h.update(inspect.getsource(step).encode())
@@ -243,7 +244,15 @@ def corpus_dir(name: str) -> Path:
 
 
 def prepare_splits(name: str, val_fraction: float = 0.1) -> dict[str, Path]:
-    """Write (or reuse) ``data_dir()/corpora/<name>/{train,validation}.jsonl``.
+    """Write (or reuse) ``data_dir()/corpora/<name>/{train,validation}.jsonl``, holding the corpus's lock
+    (:func:`attnlab.locks.exclusive`), so that processes started together prepare it once and never read a
+    half-written split. See :func:`_prepare_splits`."""
+    with exclusive(corpus_dir(name), f"corpus {name}"):
+        return _prepare_splits(name, val_fraction)
+
+
+def _prepare_splits(name: str, val_fraction: float) -> dict[str, Path]:
+    """Write (or reuse) ``data_dir()/corpora/<name>/{train,validation}.jsonl``; the caller holds the lock.
 
     Each line is ``{"doc": doc_id, "text": ...}``, one per document and split, in doc_id order; a
     part that would be empty is left out. ``meta.json``, written last, records the
@@ -336,7 +345,16 @@ def load_tokens(name: str, val_fraction: float = 0.1) -> dict[str, torch.Tensor]
     import numpy as np
     import torch
 
-    paths = prepare_splits(name, val_fraction)
+    with exclusive(corpus_dir(name), f"corpus {name}"):  # one process prepares; the others wait, then read
+        arrays = _token_arrays(name, val_fraction)
+    return {split: torch.from_numpy(np.array(array)) for split, array in arrays.items()}
+
+
+def _token_arrays(name: str, val_fraction: float) -> dict[str, Any]:
+    """Each split's byte tokens, from (or into) their verified caches; the caller holds the corpus's lock."""
+    import numpy as np
+
+    paths = _prepare_splits(name, val_fraction)
     out = {}
     for split, path in paths.items():
         cache = _tokens_path(name, split)
@@ -350,5 +368,5 @@ def load_tokens(name: str, val_fraction: float = 0.1) -> dict[str, torch.Tensor]
             text = "\n\n".join(row["text"] for row in read_split(path))
             array = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
             verified.save_array(array, cache)
-        out[split] = torch.from_numpy(np.array(array))
+        out[split] = array
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from typing import TypeVar
@@ -47,8 +48,24 @@ def worker_threads(workers: int) -> int:
     return max(1, available_cores() // max(1, workers))
 
 
-def _start_worker(threads: int) -> None:
-    """Initialise a worker process: ``threads`` torch threads for every job it runs."""
+def _die_with(parent: int) -> None:
+    """End this process when ``parent`` dies (Linux: ``prctl(PR_SET_PDEATHSIG, SIGTERM)``), so that workers
+    never outlive a killed notebook kernel or runner as orphans that hold the cores; elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the call above: nothing would signal us
+        os._exit(1)
+
+
+def _start_worker(threads: int, parent: int) -> None:
+    """Initialise a worker process: it dies with ``parent`` (:func:`_die_with`) and runs every job on
+    ``threads`` torch threads."""
+    _die_with(parent)
     torch.set_num_threads(threads)
 
 
@@ -83,7 +100,9 @@ def run_in_workers(
         return False
     threads = worker_threads(workers) if threads is None else threads
     context = multiprocessing.get_context("spawn")  # no fork of a process that holds OpenMP threads
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(threads,))
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(threads, os.getpid())
+    )
     failed: Future[object] | None = None
     try:
         futures = [pool.submit(fn, job) for job in jobs]
