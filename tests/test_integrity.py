@@ -333,3 +333,24 @@ def test_reading_a_file_never_written_through_verified_is_refused(tmp_path):
     np.save(path, np.arange(3))
     with pytest.raises(CorruptFile, match="no valid checksum record"):
         verified.load_array(path)
+
+
+def test_digest_once_sees_a_file_rewritten_in_place_with_its_old_size_and_mtime(tmp_path):
+    import os
+
+    from attnlab import verified
+
+    f = tmp_path / "weights.bin"
+    f.write_bytes(b"a" * 64)
+    first = verified.digest_once(f)
+    st = f.stat()
+    with open(f, "r+b") as out:  # same inode, same size
+        out.write(b"b")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # modification time set back
+    assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+    assert verified.digest_once(f) != first
+    replaced = tmp_path / "new.bin"
+    replaced.write_bytes(b"c" * 64)
+    os.utime(replaced, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(replaced, f)  # a new inode at the same path
+    assert verified.digest_once(f) == verified._digest(f)[0]

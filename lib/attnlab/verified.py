@@ -73,15 +73,20 @@ def _digest(path: Path) -> tuple[str, int]:
 
 
 @functools.cache
-def _digest_of_version(path: str, _size: int, _mtime_ns: int) -> str:
+def _digest_of_version(path: str, _version: tuple[int, ...]) -> str:
     return _digest(Path(path))[0]
 
 
 def digest_once(path: Path) -> str:
-    """The hex SHA-256 of ``path``, computed once per version of the file (its size and modification time)
-    in this process: large files that are opened often (a checkpoint, token shards) are hashed once."""
-    stat = Path(path).stat()
-    return _digest_of_version(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    """The hex SHA-256 of ``path``, computed once per version of the file in this process: large files that
+    are opened often (a checkpoint, token shards, a converted model) are hashed once. A version is the file's
+    device, inode, size, modification and change times: a file replaced by a rename (a new inode), or written
+    in place with its modification time set back (the change time, which no user call can set back, moves)
+    is hashed again. Only a change that bypasses the filesystem (bit rot on the disk) goes unseen until the
+    next process."""
+    st = Path(path).stat()
+    version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return _digest_of_version(str(Path(path).resolve()), version)
 
 
 def write_with(path: Path, write: Callable[[IO[bytes]], object]) -> str:
