@@ -404,6 +404,16 @@ def _downstream(clean: float = 0.9) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def test_a_task_whose_answers_share_one_position_is_not_testable():
+    """Two smoke items both answered by their second choice: a constant answer is right on all of them
+    (chance 1), so no accuracy is above chance; the gate says so instead of failing."""
+    frame = _downstream()
+    sub = frame[(frame["task"] == "boolq") & frame["item"].isin([0, 1])].assign(chance=1.0)
+    gate, _, acc, _ = cwc.downstream_task(sub)
+    assert gate is not None and gate.word == NOT_TESTABLE and "right on all 2 items" in gate.why
+    assert acc["clean"] == 1.0
+
+
 def _evidence(**changes) -> Evidence:
     fields = {"pretrained_curves": _curves("brown", True), "downstream": _downstream(), "sinks": _sinks(),
               "own_curves": _curves("shakespeare", False)}  # fmt: skip

@@ -484,15 +484,20 @@ def _claims_faithfulness(exp: ContributionExperiment, curves: pd.DataFrame, who:
 
 def downstream_task(sub: pd.DataFrame) -> tuple[Verdict | None, Verdict, dict, dict[str, Verdict]]:
     """One task of the downstream claim, from its per-item credits: the ``above_chance`` gate on the clean
-    accuracy (chance: the mean of the ``chance`` column, ``faithfulness.chance_level``), and whether
-    contribution weights hurt most with their top zeroed and least with their bottom zeroed, against each
-    baseline, paired by item (0/1 credits; the paper's side above 0). Returns the gate, the verdict, the
-    accuracies by (mode, measure) and each comparison's paired verdict (its difference, interval and
-    detectable effect, in accuracy)."""
+    accuracy (chance: the mean of the ``chance`` column, ``faithfulness.chance_level``; a task whose chance
+    is 1, every answer in one position, is not testable), and whether contribution weights hurt most with
+    their top zeroed and least with their bottom zeroed, against each baseline, paired by item (0/1
+    credits; the paper's side above 0). Returns the gate, the verdict, the accuracies by (mode, measure) and
+    each comparison's paired verdict (its difference, interval and detectable effect, in accuracy)."""
     clean = sub[sub["measure"] == "none"]
     if clean["item"].duplicated().any():
         raise ValueError("one clean row per item expected")
-    gate = above_chance(round(clean["credit"].sum()), len(clean), float(clean["chance"].mean()))
+    chance = float(clean["chance"].mean())
+    if chance < 1.0:
+        gate = above_chance(round(clean["credit"].sum()), len(clean), chance)
+    else:  # every item's answer in one position (a sample of a few items): nothing to be above
+        why = f"a constant answer is right on all {len(clean)} items (chance 1)"
+        gate = not_testable(why, estimate=float(clean["credit"].mean()), n=len(clean), null=1.0)
     credit = sub[sub["measure"] != "none"].pivot_table("credit", "item", ["mode", "measure"])
     steps = {}
     for mode in ("comprehensiveness", "sufficiency"):
