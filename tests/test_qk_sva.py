@@ -16,134 +16,75 @@ from attnlab.papers.qk_speed.experiment import configure as qk_speed_configure
 from attnlab.papers.qk_speed.real_data import lr_scale
 from attnlab.papers.qk_speed.text_tasks import ClassificationData, Vocabulary, classifier_outputs
 
-
-@pytest.mark.parametrize(
-    ("correct", "wrong", "number"),
-    [
-        ("is", "are", sva.SINGULAR),
-        ("were", "was", sva.PLURAL),
-        ("admires", "admire", sva.SINGULAR),
-        ("understand", "understands", sva.PLURAL),
-        ("passes", "pass", sva.SINGULAR),
-        ("doesn't", "don't", sva.SINGULAR),
-        ("carry'kayani", "carries'kayani", sva.PLURAL),
-    ],
-)
-def test_verb_number(correct, wrong, number):
-    assert sva.verb_number(correct, wrong) == number
-
-
-def test_verb_number_refuses_what_it_cannot_tell():
-    with pytest.raises(ValueError):
-        sva.verb_number("run", "walk")
-
-
-# Hand-written items in the format of BIG-bench's subject_verb_agreement files ({"examples": [{"input": the
-# prefix, "target_scores": {correct continuation: 1, wrong one: 0}}]}), standing in for its deleted sdist.
+# Hand-written tagged sentences in the Brown corpus's layout (one sentence a line, word/tag tokens), standing
+# in for the extraction of artifact ``brown`` (``attnlab.data.agreement``).
 _NOUNS = ("athlete", "farmer", "teacher", "pilot", "senator", "doctor")
-_VERBS = ("admire", "like", "greet", "know", "meet")
-_NATURAL = (  # a prefix whose subject head subject_head finds, the verb's two forms, the rest of the sentence
-    ("the keys to the {a} cabinet", "are", "is", "on the table ."),
-    ("according to the report , the cost of the {a} repairs", "was", "were", "far too high ."),
-    ("the author of these {a} books", "lives", "live", "in paris ."),
-    ("many students in the {a} class", "have", "has", "finished early ."),
-    ("the colour of the {a} walls", "does", "do", "not matter ."),
-)
-_ADJECTIVES = (
-    "old",
-    "red",
-    "new",
-    "small",
-    "wooden",
-    "large",
-    "dark",
-    "quiet",
-    "green",
-    "long",
-    "cold",
-    "tall",
-)
-# each templated set: its prefix, from the subject (``{n}``), a second noun (``{m}``) and the inner verb
-# agreeing with it (``{v}``); the inner sets' verb agrees with ``{m}``, the others' with ``{n}``
-_TEMPLATES = {
-    "simple_english": "The {n}",
-    "adv_english": "The {n} probably",
-    "adv_adv_english": "The {n} probably also",
-    "adv_conjunction_english": "The {n} openly and deliberately",
-    "namepp_english": "The {n} near John",
-    "nounpp_english": "The {n} near the {m}",
-    "nounpp_adv_english": "The {n} near the {m} certainly",
-    "short_nested_inner_english": "The {n} that the {m}",
-    "short_nested_outer_english": "The {n} that the {m} {v}",
-    "long_nested_inner_english": "The {n} that the {m} behind the pilots",
-    "long_nested_outer_english": "The {n} that the {m} behind the pilots {v}",
-}
+_VERBS = ("admires", "likes", "greets")
 
 
-def _forms(verb: str, plural: bool) -> tuple[str, str]:
-    """(correct, wrong) forms of ``verb`` for a subject of that number."""
-    return (verb, verb + "s") if plural else (verb + "s", verb)
+def brown_text(doc: int, sentences: int = 24) -> str:
+    """``sentences`` tagged sentences: "The <noun> near the <noun> <verb> ...", singular and plural subjects
+    in turn, the second noun of the other number in every third sentence (one attractor)."""
+    lines = []
+    for i in range(sentences):
+        plural, other = i % 2 == 1, i % 3 == 1
+        noun, second = _NOUNS[(i + doc) % 6], _NOUNS[(i + doc + 1) % 6]
+        subject = f"{noun}s/nns" if plural else f"{noun}/nn"
+        attractor = f"{second}s/nns" if plural != other else f"{second}/nn"
+        verb = ("are/ber", "have/hv", "do/do")[i % 3] if plural else f"{_VERBS[i % 3]}/vbz"
+        lines.append(f"\tThe/at {subject} near/in the/at {attractor} {verb} them/ppo ./.")
+    return "\n".join(lines) + "\n"
 
 
-def agreement_files(per_set: int = 20) -> dict[str, dict]:
-    """``per_set`` hand-written items of every set of ``sva.SVA_SETS``, by member path (``bigbench_files``),
-    singular and plural subjects in turn."""
-    files = {}
-    for name in sva.SVA_SETS:
-        examples = []
-        for i in range(per_set):
-            plural, other = i % 2 == 1, i % 3 == 1
-            if name in sva.NATURAL_SETS:  # each sentence once over the three sets
-                k = sva.NATURAL_SETS.index(name) * per_set + i
-                prefix, good, bad, rest = _NATURAL[k % len(_NATURAL)]
-                prefix = prefix.format(a=_ADJECTIVES[k // len(_NATURAL) % len(_ADJECTIVES)])
-                examples.append({"input": prefix, "target_scores": {f"{good} {rest}": 1, f"{bad} {rest}": 0}})
-                continue
-            noun = _NOUNS[i % 6] + "s" * plural
-            second = _NOUNS[(i + 1) % 6] + "s" * other
-            inner_verb = _forms(_VERBS[(i + 2) % 5], other)[0]
-            prefix = _TEMPLATES[name].format(n=noun, m=second, v=inner_verb)
-            agrees = other if "_inner_" in name else plural
-            good, bad = _forms(_VERBS[i % 5], agrees)
-            examples.append({"input": prefix, "target_scores": {good: 1, bad: 0}})
-        files[f"{sva._ROOT}/{name}.json"] = {"examples": examples}
-    return files
+def write_brown(folder, documents: int = 10) -> None:
+    """``documents`` files of :func:`brown_text` under ``folder/package``."""
+    package = folder / "package"
+    package.mkdir(parents=True, exist_ok=True)
+    for d in range(documents):
+        (package / f"c{'abcdefghij'[d % 10]}{d:02d}").write_text(brown_text(d))
 
 
-@pytest.fixture(params=["hand-written", pytest.param("BIG-bench", marks=pytest.mark.needs_bigbench)])
-def agreement_sets(request):
-    """The agreement sets: hand-written items (``agreement_files``) as BIG-bench's extraction, or BIG-bench's
-    own where a copy of its sdist is on disk."""
-    if request.param == "hand-written":
-        request.getfixturevalue("bigbench_files")(agreement_files())
+@pytest.fixture
+def brown_files(tmp_path, monkeypatch):
+    """:func:`write_brown` as the Brown artifact's extraction."""
+    from attnlab.data import agreement
+
+    write_brown(tmp_path / "brown")
+    monkeypatch.setattr(agreement, "extract", lambda name: tmp_path / "brown")
 
 
-def test_agreement_data_is_full_sentences_with_subject_and_verb_marked(agreement_sets):
-    data = sva.load_agreement(limit=30)
-    assert set(data.item.unique().tolist()) == set(range(len(sva.SVA_SETS)))
+def test_agreement_data_is_prefixes_with_the_subject_marked(brown_files):
+    data = sva.load_agreement(train_fraction=0.2)
     assert set(data.labels.unique().tolist()) == {sva.SINGULAR, sva.PLURAL}
-    assert 0 < data.train.float().mean() < 0.3  # about 10 % train
-    assert (data.relevant.sum(-1) >= 2).all()  # the subject's head and the verb
-    simple = data.item == sva.SVA_SETS.index("simple_english")
+    for part in (data.split(True), data.split(False)):  # each split balanced
+        assert int(part.labels.sum()) * 2 == len(part)
+    assert 0 < data.train.float().mean() < 0.5
+    assert (data.relevant.sum(-1) >= 1).all()
     itos = data.vocab.itos
-    # "The athlete admires" -> the athlete admire +s, label singular; the class token is the sentence's last
-    for n in simple.nonzero().flatten()[:5].tolist():
-        toks = data.tokens[n, : data.lengths[n]].tolist()
+    for n in range(len(data)):
+        toks = [itos[t] for t in data.tokens[n, : data.lengths[n]].tolist()]
         marked = data.relevant[n, : data.lengths[n]].nonzero().flatten().tolist()
-        assert marked[0] == 1 and marked[-1] == len(toks) - 1
-        assert (itos[toks[-1]] == "+s") == (data.labels[n].item() == sva.SINGULAR)
-    inner = (data.item == sva.SVA_SETS.index("short_nested_inner_english")).nonzero().flatten()[0].item()
-    words = [itos[t] for t in data.tokens[inner, : data.lengths[inner]].tolist()]
-    subject = data.relevant[inner].nonzero().flatten()[0].item()
-    assert words[subject - 2 : subject] == ["that", "the"]  # the inner verb agrees with the embedded subject
+        assert toks[0] == "the" and marked[0] == 1  # the subject, its "+s" marked with it
+        assert (len(marked) == 2) == (data.labels[n].item() == sva.PLURAL)
+        # the prefix stops before the verb: it ends with the second noun (with its "+s" where plural)
+        assert toks[-1] in ("+s", *_NOUNS) and "them" not in toks
+        plural_attractor = toks[-1] == "+s"
+        assert data.item[n].item() == int(plural_attractor != (data.labels[n].item() == sva.PLURAL))
+    assert set(data.item.tolist()) == {0, 1}
 
 
-def test_held_out_subset_is_fixed_and_from_the_test_split(agreement_sets):
-    data = sva.load_agreement(limit=30)
+def test_held_out_subset_is_fixed_and_from_the_test_split(brown_files):
+    data = sva.load_agreement(train_fraction=0.2)
     a, b = sva.held_out_subset(data, 50), sva.held_out_subset(data, 50)
     assert len(a) == 50 and torch.equal(a.tokens, b.tokens) and not a.train.any()
     assert not torch.equal(a.tokens, sva.held_out_subset(data, 50, seed=1).tokens)
     assert len(sva.held_out_subset(data, None)) == int((~data.train).sum())
+
+
+def test_a_limit_keeps_the_classes_balanced(brown_files):
+    data = sva.load_agreement(train_fraction=0.2, limit=20)
+    for part in (data.split(True), data.split(False)):
+        assert len(part) == 20 and int(part.labels.sum()) == 10
 
 
 def _cfg(vocab=12, T=8):
@@ -293,7 +234,10 @@ def test_sva_claims_gate_on_the_majority_class_and_state_the_data():
     learned = qk._sva(_frame({"baseline": 0.95, "fast QK x100": 0.95}))
     assert [c.verdict.word for c in learned] == ["holds", "holds", "holds"]
     assert learned[1].verdict.margin == qk.SIMILAR_POINTS  # the fixed equivalence margin
-    assert "3900 training sentences" in learned[2].ours and "40 x fewer" in learned[2].ours
+    assert (
+        "3900 training sentences of the Brown-tagged substitute" in learned[2].ours
+        and "40 x fewer" in learned[2].ours
+    )
     assert "0.924 -> 0.934" in learned[1].paper  # the authors' printed accuracies
     # 0.72 correct beats 0.5 but not a 0.7 majority class: the attention and accuracy rows are not testable
     frame = _frame({"baseline": 0.72, "fast QK x100": 0.72}, labels_plural=0.3)
@@ -333,7 +277,7 @@ def test_the_authors_sva_numbers_have_their_sources():
 def test_each_protocol_and_factor_gets_its_own_rows():
     adam = qk._sva(_frame({"baseline": 0.95, "fast QK x2": 0.95, "fast QK x5": 0.5}), "SVA, Adam")
     plateau = qk._sva(_frame({"baseline": 0.5, "fast QK x100": 0.5}))
-    assert {c.figure for c in adam} == {"SVA, Adam"} and {c.figure for c in plateau} == {"SVA"}
+    assert {c.figure for c in adam} == {"SVA, Adam"} and {c.figure for c in plateau} == {qk.SVA_FIGURE}
     assert len(adam) == 2 * 2 + 1  # two rows per factor, then "learns agreement" over every variant
     assert "(x2)" in adam[0].claim and "(x5)" in adam[2].claim
     assert [c.verdict.word for c in adam[:2]] == ["holds", "holds"]

@@ -30,7 +30,14 @@ from attnlab.papers.qk_speed.authors import (
 )
 from attnlab.papers.qk_speed.dynamics import regime_fit
 from attnlab.papers.qk_speed.dynamics_runs import final_values, supported_law
-from attnlab.papers.qk_speed.presets import BASELINE, DEFAULT_SUFFIX, MATCHED_IDENTITY, CircuitRun, fig2_runs
+from attnlab.papers.qk_speed.presets import (
+    BASELINE,
+    DEFAULT_SUFFIX,
+    MATCHED_IDENTITY,
+    SVA_DATA,
+    CircuitRun,
+    fig2_runs,
+)
 from attnlab.papers.qk_speed.real_data import ac_by_seed, acmc_by_seed, skipped_reason
 from attnlab.runner.claims import Claim, signed
 from attnlab.runner.stats import binomial_interval, estimate
@@ -107,8 +114,8 @@ class Evidence:
     fig3_losses: pd.DataFrame  # Fig. 3: one row per (protocol, ov, alpha, epoch): loss, fd (first seed)
     simulations: dict[float, Simulation]  # Fig. 4: the reduced dynamics per r (deterministic)
     growth_fits: pd.DataFrame  # Fig. 4: ``dynamics_runs.growth_fits`` of ``simulations``
-    # The real-data frames have no rows where their part was skipped for lack of BIG-bench
-    # (``real_data.skip``): their rows are then "not testable here", with the reason.
+    # A real-data frame without rows (a part skipped for lack of its data, ``real_data.skip``) makes its rows
+    # "not testable here", with the reason.
     sva_authors: pd.DataFrame  # SVA under the authors' protocol: one row per (variant, seed, sentence)
     squad_shared: pd.DataFrame  # SQuAD, faster QK (each factor) at the baseline's other rates: (variant, ...)
     hatexplain: str  # what loading HateXplain did
@@ -850,7 +857,7 @@ def _squad(squad: pd.DataFrame, figure: str = "SQuAD") -> list[Claim]:
     match of ~0 has learned nothing, so neither its attention nor its F1 says anything about faster QK (its
     F1 is not "a lower F1 at similar learning", it is no learning). The authors' printed final F1 at their x20
     (``authors.SQUAD_FINAL_F1``) stands beside the paper's "similar F1". Where the runs were skipped
-    (``squad`` has no rows: no BIG-bench here), the two rows, without a factor, are "not testable here" with
+    (``squad`` has no rows: no data here), the two rows, without a factor, are "not testable here" with
     the reason."""
     f1 = SQUAD_FINAL_F1
     base, fast = _authors_mean(f1["baseline"]), _authors_mean(f1["fast QK"])
@@ -917,14 +924,19 @@ def _authors_mean(values: Sequence[float]) -> str:
     return f"{sum(values) / len(values):.3f}"
 
 
-def _sva(sva: pd.DataFrame, figure: str = "SVA") -> list[Claim]:
-    """The SVA rows of one protocol (``figure``: "SVA" for the authors' SGD at their x100, "SVA, Adam" for
-    this project's Adam at each factor of ``SVASetup.adam_qk_scales``): per faster-QK factor the two rows of
-    :func:`_real_data`, gated by ``gate_scores`` of the baseline and that factor against ``sva_chance``; then
-    "learns agreement" over every variant, judged as it is (:func:`verdict_learns_agreement`), not gated on
-    chance, which would make it untestable by construction. The authors' printed test accuracies
-    (``authors.SVA_TEST_ACCURACY``) stand beside ours. Where the runs were skipped (``sva`` has no rows: no
-    BIG-bench here), the three rows, without a factor, are "not testable here" with the reason."""
+#: The claims table's name for the SVA rows: the data are a substitute for the authors' (``sva.SVA_DATA``).
+SVA_FIGURE = SVA_DATA
+
+
+def _sva(sva: pd.DataFrame, figure: str = SVA_FIGURE) -> list[Claim]:
+    """The SVA rows of one protocol (``figure``: :data:`SVA_FIGURE` for the authors' SGD at their x100,
+    ":data:`SVA_FIGURE`, Adam" for this project's Adam at each factor of ``SVASetup.adam_qk_scales``): per
+    faster-QK factor the two rows of :func:`_real_data`, gated by ``gate_scores`` of the baseline and that
+    factor against ``sva_chance``; then "learns agreement" over every variant, judged as it is
+    (:func:`verdict_learns_agreement`), not gated on chance, which would make it untestable by construction.
+    The authors' printed test accuracies (``authors.SVA_TEST_ACCURACY``) stand beside ours. Where the runs
+    were skipped (``sva`` has no rows), the three rows, without a factor, are "not testable here" with the
+    reason."""
     a = SVA_TEST_ACCURACY
     authors = (
         f"authors' notebooks, x{SVA_QK_SCALE:g} under SGD: test accuracy {_authors_mean(a['baseline'])} -> "
@@ -960,8 +972,8 @@ def _sva(sva: pd.DataFrame, figure: str = "SVA") -> list[Claim]:
 
 def _learns_agreement(sva: pd.DataFrame, figure: str, chance: float, authors: str) -> Claim:
     """SVA's "the 1-layer attention-only model learns agreement" over every variant of ``sva``, with the data
-    it learned from beside it: a model at the majority rate on 40 x fewer sentences than the authors' says
-    something about this scale, not about theirs."""
+    it learned from beside it (``sva.SVA_DATA``): a model at the majority rate on many times fewer sentences
+    than the authors' says something about this data, not about theirs."""
     per_seed = sva.groupby(["variant", "seed"])
     by_seed = per_seed["correct"].mean()
     variants = [str(v) for v in dict.fromkeys(by_seed.index.get_level_values(0))]
@@ -971,8 +983,8 @@ def _learns_agreement(sva: pd.DataFrame, figure: str, chance: float, authors: st
     train = int(sva["train_sentences"].iloc[0]) if "train_sentences" in sva else 0
     fewer = f"{SVA_TRAIN_SENTENCES / train:.0f} x fewer than" if train else "against"
     data = (
-        f"{train} training sentences of all offline BIG-bench agreement sets, {fewer} the authors' "
-        f"{SVA_TRAIN_SENTENCES} (10 % of Linzen's 1.58M); {n_sentences} test sentences"
+        f"{train} training sentences of the Brown-tagged substitute for Linzen et al.'s set, {fewer} the "
+        f"authors' {SVA_TRAIN_SENTENCES} (10 % of Linzen's 1.58M); {n_sentences} test sentences"
     )
     at_chance = [v for v in variants if above_chance(pooled[v].correct, pooled[v].total, chance) is not None]
     scale = (
@@ -1005,7 +1017,7 @@ def claims(circuits: CircuitSetup, evidence: Evidence) -> list[Claim]:
         *_fig3(e.fig3_losses),
         *_fig4(e.simulations, e.growth_fits),
         *_sva(e.sva_authors),
-        *(_sva(e.sva_adam, "SVA, Adam") if e.sva_adam is not None else []),
+        *(_sva(e.sva_adam, f"{SVA_FIGURE}, Adam") if e.sva_adam is not None else []),
         *_squad(e.squad_shared),
         *(_squad(e.squad_authors, "SQuAD, authors' rates") if e.squad_authors is not None else []),
         Claim(

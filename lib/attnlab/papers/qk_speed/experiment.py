@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from attnlab.data import artifacts
+from attnlab.data import artifacts, olmo_eval
 from attnlab.errors import ParameterError
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.papers.qk_speed import attention_tables, dynamics_runs, real_data
@@ -124,11 +124,13 @@ class QKSpeedExperiment(PaperExperiment):
     def planned_runs(self, here: bool = False) -> dict[str, PlannedRun]:
         """The GPT training runs of the notebook (SVA's, then SQuAD's), for :mod:`attnlab.runner.plan`, at an
         upper bound of their tokens. The circuit and fixed-attention runs are tiny models, counted apart
-        (``circuit_stacks``, ``circuit_steps``). ``here``: only the runs this machine can train, none of SVA's
-        and SQuAD's where BIG-bench cannot be had (``artifacts.available``); ``make plan`` sizes every run."""
-        if here and not artifacts.available("bigbench"):
-            return {}
-        return self.sva_runs.planned_runs() | self.squad_runs.planned_runs()
+        (``circuit_stacks``, ``circuit_steps``). ``here``: only the runs this machine can train, none of
+        SQuAD's where the olmo-eval artifact cannot be had (``artifacts.available``); ``make plan`` sizes
+        every run."""
+        squad = self.squad_runs.planned_runs()
+        if here and not artifacts.available(olmo_eval.ARTIFACT):
+            squad = {}
+        return self.sva_runs.planned_runs() | squad
 
     # Fig. 2, the ratio sweep and Fig. 3 --------------------------------------------------------------------
 

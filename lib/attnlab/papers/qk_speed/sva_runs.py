@@ -2,14 +2,15 @@
 authors set it up (``sva``): the verb's number from the full sentence, a one-layer attention-only classifier,
 the baseline against faster QK for every SVA seed, trained with the authors' momentum SGD or this project's
 Adam into the results cache; per test sentence the true label's probability, correctness, the attention on
-the subject head and the verb, and comprehensiveness and sufficiency. The sentences come from BIG-bench's
-sdist (``sva.load_agreement``); where no copy of it is on disk (it was deleted from PyPI), ``run`` says so
-once and returns no rows (``real_data.skip``).
+the subject head, the number of attractors, and comprehensiveness and sufficiency. The sentences are
+``sva.SVA_DATA``, the Brown-tagged substitute for Linzen et al.'s set (``sva.load_agreement``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,12 @@ from typing import Any
 import pandas as pd
 import torch
 
-from attnlab.errors import DataUnavailable
 from attnlab.metrics import attention_mass, faithfulness
 from attnlab.model import GPTConfig
 from attnlab.papers.qk_speed import authors
 from attnlab.papers.qk_speed.counted_cache import CountedCache
-from attnlab.papers.qk_speed.presets import BASELINE, SVA_ITEMS, SVASetup, fast_label
-from attnlab.papers.qk_speed.real_data import Variant, lr_scale, real_summary, skip
+from attnlab.papers.qk_speed.presets import BASELINE, SVA_DATA, SVA_ITEMS, SVASetup, fast_label
+from attnlab.papers.qk_speed.real_data import Variant, lr_scale, real_summary
 from attnlab.papers.qk_speed.sva import (
     AttentionOnlyClassifier,
     held_out_subset,
@@ -41,11 +41,12 @@ CODE = (__name__,)
 KIND = "sva_attention_only"
 #: The SVA training protocols: the authors' momentum SGD, and this project's Adam (``SVASetup.adam_lr``).
 SVA_PROTOCOLS = ("authors", "adam")
-#: The columns of ``SVARuns.run``'s frame and their dtypes (a skipped run's empty frame has them too).
+#: The columns of ``SVARuns.run``'s frame and their dtypes.
 COLUMNS = {
     "variant": "str",
     "seed": "int64",
     "label": "int64",
+    "attractors": "int64",
     "mass": "float64",
     "true_prob": "float64",
     "correct": "bool",
@@ -80,7 +81,6 @@ class SVARuns:
     device: torch.device
     cache: CountedCache
     workers: int = 1  # processes that train a protocol's missing runs at once (``prefetch``; 1: none)
-    said: set[str] = field(default_factory=set, compare=False)  # why the runs were skipped, as printed
 
     def protocols(self) -> list[str]:
         """The SVA protocols run: the authors' and, unless ``adam_lr`` is None, this project's."""
@@ -96,9 +96,8 @@ class SVARuns:
         return [(BASELINE, None), *((fast_label(f), f) for f in scales)]
 
     def data(self) -> tuple[ClassificationData, ClassificationData]:
-        """The agreement sentences of every offline set (``sva.load_agreement``) and the test sentences the
-        metrics use (``sva.held_out_subset``: ``test_limit`` of them, the same for every run). Raises
-        ``DataUnavailable`` where BIG-bench cannot be had."""
+        """The agreement sentences (``sva.load_agreement``: ``sva.SVA_DATA``) and the test sentences the
+        metrics use (``sva.held_out_subset``: ``test_limit`` of them, the same for every run)."""
         p = self.sva
         data = load_agreement(train_fraction=p.train_fraction, limit=p.limit)
         return data, held_out_subset(data, p.test_limit)
@@ -164,19 +163,19 @@ class SVARuns:
     def run(self, protocol: str = "authors") -> pd.DataFrame:
         """Train (or load) every SVA run of ``protocol``: the authors' momentum SGD (``"authors"``) or Adam at
         ``SVASetup.adam_lr`` (``"adam"``, this project's protocol, everything else theirs). One row per
-        (variant, seed, test sentence; ``variants``): the class probability of the true label, correctness,
-        the label, the last token's attention mass on the subject head and the verb, comprehensiveness and
-        sufficiency at the top ``topk`` of the tokens by that attention. The missing runs train first in
-        ``workers`` processes (``prefetch``). Where BIG-bench cannot be had (``DataUnavailable``): no rows,
-        the same columns (``COLUMNS``), the reason printed once ("SVA: skipped: <reason>") and kept with the
-        frame for the figures and claims (``real_data.skip``)."""
+        (variant, seed, test sentence; ``variants``; columns ``COLUMNS``): the class probability of the true
+        label, correctness, the label, the sentence's attractors, the last token's attention mass on the
+        subject head, comprehensiveness and sufficiency at the top ``topk`` of the tokens by that attention.
+        The missing runs train first in ``workers`` processes (``prefetch``)."""
         p = self.sva
         if protocol not in self.protocols():
             raise ValueError(f"protocol must be one of {self.protocols()}, got {protocol!r}")
-        try:
-            data, test = self.data()
-        except DataUnavailable as err:
-            return skip("SVA", COLUMNS, err.reason, self.said)
+        data, test = self.data()
+        attractors = dict(sorted(Counter(test.item.tolist()).items()))
+        print(
+            f"{SVA_DATA}, {protocol}: {int(data.train.sum())} training and {int((~data.train).sum())} test "
+            f"sentences (classes balanced), {len(test)} scored; their attractor counts {attractors}"
+        )
         self.prefetch(protocol, data)
         cfg = self.model_config(data)
         dev = self.device
@@ -196,6 +195,7 @@ class SVARuns:
                             "variant": variant,
                             "seed": seed,
                             "label": test.labels.numpy(),
+                            "attractors": test.item.numpy(),
                             "mass": attention_mass(attn, test.relevant).double().numpy(),
                             "true_prob": probs.gather(-1, test.labels[:, None]).squeeze(-1).double().numpy(),
                             "correct": (probs.argmax(-1) == test.labels).numpy(),
@@ -217,14 +217,15 @@ class SVARuns:
 
     def planned_runs(self) -> dict[str, PlannedRun]:
         """The SVA classifiers as GPT training runs, for :mod:`attnlab.runner.plan`, at an upper bound of
-        their tokens (every sentence as long as the context)."""
+        their tokens (``presets.SVA_ITEMS`` items, every sentence as long as the context)."""
         p = self.sva
-        items = p.limit or SVA_ITEMS
+        items = math.ceil(SVA_ITEMS * p.train_fraction)
+        items = min(items, p.limit) if p.limit else items
         runs = {}
         for protocol in self.protocols():
             for variant, _ in self.variants(protocol):
                 for seed in self.seeds:
-                    tokens = p.epochs * 2 * items * p.model.block_size  # two sentences (verb forms) per item
+                    tokens = p.epochs * items * p.model.block_size
                     runs[f"SVA {protocol} {variant} seed {seed}"] = PlannedRun(
                         p.model, p.model.block_size, tokens, f"sva {protocol} {variant} {seed}"
                     )

