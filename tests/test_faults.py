@@ -305,3 +305,47 @@ def test_sigterm_mid_run_publishes_the_finished_notebooks_only(tmp_path):
     assert "## xsa: xsa" in report and "## synthesis" not in report  # the old folder has no claims.csv
     executed = build / "notebooks" / "cpu"
     assert sorted(p.name for p in executed.iterdir()) == ["synthesis.failed.ipynb", "xsa.ipynb"]
+
+
+def test_a_kill_at_any_step_of_publish_leaves_the_old_or_the_new_outputs_and_the_next_run_restores(
+    monkeypatch, tmp_path
+):
+    import shutil
+
+    from attnlab.runner.run import publish
+
+    figures, build = tmp_path / "figures", tmp_path / "build"
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(figures))
+    monkeypatch.setenv("ATTNLAB_BUILD", str(build))
+    gone = dead_pid()
+    steps = ["move the old aside", "move the new in", "delete the old"]
+    replace, rmtree = os.replace, shutil.rmtree
+    for stop in range(len(steps) + 1):
+        shutil.rmtree(figures, ignore_errors=True)
+        final, staging = figures / "cpu" / "xsa", figures / f".staging-xsa-{gone}"
+        final.mkdir(parents=True)
+        (final / "claims.csv").write_text("old")
+        (staging / "cpu" / "xsa").mkdir(parents=True)
+        (staging / "cpu" / "xsa" / "claims.csv").write_text("new")
+        done: list[str] = []
+
+        def step(call, *args, done=done, stop=stop, **kwargs):
+            if len(done) == stop:
+                raise KeyboardInterrupt  # killed here: nothing after runs
+            done.append(call.__name__)
+            return call(*args, **kwargs)
+
+        monkeypatch.setattr(os, "getpid", lambda: gone)  # the publishing process's id, dead by now
+        monkeypatch.setattr(os, "replace", lambda *a: step(replace, *a))
+        monkeypatch.setattr(shutil, "rmtree", lambda *a, **k: step(rmtree, *a, **k))
+        try:
+            publish(staging, figures)
+        except KeyboardInterrupt:
+            pass
+        monkeypatch.undo()
+        monkeypatch.setenv("ATTNLAB_FIGURES", str(figures))
+        monkeypatch.setenv("ATTNLAB_BUILD", str(build))
+        leftovers.remove_stale()  # what the next run, even a refused one, does first
+        content = (final / "claims.csv").read_text()
+        assert content == ("old" if stop < 2 else "new"), f"killed before step {stop}: {content}"
+        assert [p.name for p in (figures / "cpu").iterdir()] == ["xsa"]

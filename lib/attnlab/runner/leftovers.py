@@ -5,7 +5,8 @@ output folder renamed aside while publishing (``figures/<scale>/.old-<paper>-<pi
 notebook (``build/notebooks/<scale>/<name>.partial-<pid>.ipynb``) and a training run's folder holding only its
 ``config.json`` (the run failed before its first checkpoint). :func:`remove_stale` deletes each of them whose
 process is no longer alive (and, for a run folder, whose lock nobody holds); nothing is ever listed as a
-result. The previous complete outputs stay as they were.
+result. The previous complete outputs stay as they were: an old output folder whose replacement never arrived
+(the run was killed between publish's two renames) is renamed back into place, never deleted.
 """
 
 from __future__ import annotations
@@ -55,11 +56,27 @@ def stale_leftovers() -> list[Path]:
     return sorted(stale)
 
 
+def _restore(old: Path) -> Path | None:
+    """Rename an old output folder (``<scale>/.old-<paper>-<pid>``) back to ``<scale>/<paper>`` when that
+    folder is missing: publish was killed after moving the old outputs aside and before moving the new ones
+    in. Returns the folder restored, or None."""
+    found = re.fullmatch(r"\.old-(.+)-\d+", old.name)
+    final = old.with_name(found.group(1)) if found else None
+    if final is None or final.exists():
+        return None
+    os.replace(old, final)
+    return final
+
+
 def remove_stale() -> list[Path]:
-    """Delete :func:`stale_leftovers`; return what was removed."""
+    """Delete :func:`stale_leftovers` (restoring, not deleting, an old output folder that nothing replaced:
+    :func:`_restore`); return what was removed or restored."""
     removed = stale_leftovers()
     for path in removed:
-        if path.is_dir():
+        restored = _restore(path) if path.name.startswith(".old-") else None
+        if restored is not None:
+            print(f"{restored}: restored (the run that was replacing it was killed while publishing)")
+        elif path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
