@@ -208,8 +208,8 @@ def test_lambada_hits_score_the_last_word_at_the_right_positions():
         ("xC", "DE" + "E" * 70),  # a target longer than the block: its tail is scored (a miss)
     ]
     expected = [True, False, False, True, False, True, False]
-    assert zs.lambada_hits(model, items, batch_size=4) == expected
-    assert zs.lambada_hits(model, items, batch_size=1) == expected
+    assert zs.lambada_hits(model, items, batch_size=4) == expected  # type: ignore[arg-type]
+    assert zs.lambada_hits(model, items, batch_size=1) == expected  # type: ignore[arg-type]
     assert model.scale.dtype == torch.float32  # scored on a float64 copy, the model is left as it was
 
 
@@ -242,7 +242,7 @@ def _olmo_rows() -> tuple[dict[str, list[dict]], list[dict]]:
     hellaswag = {"activity_label": "Cooking", "ctx_a": "A man cuts bread.", "ctx_b": "he", "label": "0"}
     siqa = {"context": "Ann gave Bo a gift.", "question": "How does Bo feel?", "label": "1"}
     wino = {"sentence": "The cup fell off the table because _ was tilted.", "answer": "2"}
-    tables = {
+    tables: dict[str, list[dict]] = {
         "ai2_arc/ARC-Easy/validation": [dict(arc, answerKey="B"), dict(arc, answerKey="A")],
         "boolq/none/validation": [
             {"passage": "Water is wet.", "question": "is water wet", "answer": True},
@@ -256,8 +256,8 @@ def _olmo_rows() -> tuple[dict[str, list[dict]], list[dict]]:
         "social_i_qa/none/validation": [dict(siqa, answerA="happy", answerB="angry", answerC="sad")],
         "winogrande/winogrande_xl/validation": [dict(wino, option1="the cup", option2="the table")],
     }
-    who = ("Harry", "Harry", "Ron")
-    lambada = [{"query": f"He opened the door and saw {w}. He smiled at", "answers_text": [w]} for w in who]
+    query = "He opened the door and saw {}. He smiled at"
+    lambada: list[dict] = [{"query": query.format(w), "answers_text": [w]} for w in ("Harry", "Harry", "Ron")]
     return tables, lambada
 
 
