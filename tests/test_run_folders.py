@@ -33,8 +33,8 @@ CHANGES: dict[str, dict[str, object]] = {
     "qk_speed": {"seeds": [7], "ratios": [1, 3], "fast_ratio": 3.0, "epochs": 2, "sva_epochs": 3},
     "contribution_weights": {
         "model": "minilm",
-        "text_sets": ["math"],
-        "tasks": ["winowhy"],
+        "text_sets": ["gsm8k"],
+        "tasks": ["mmlu"],
         "seed": 1,
         "fractions": [0.15, 0.25],
         "layers": 1,

@@ -27,7 +27,11 @@ def test_each_model_runs_the_reduced_protocol_and_the_base_model_no_task():
     s = scale.PRESETS["cpu"]
     assert s.models == ("smollm2", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
     qwen = scale.experiment_for(exp, "qwen2.5-coder-1.5b", s)
-    assert (qwen.model, qwen.tasks, qwen.text_sets) == ("qwen2.5-coder-1.5b", ("mmlu",), ("brown",))
+    assert (qwen.model, qwen.tasks, qwen.text_sets) == (
+        "qwen2.5-coder-1.5b",
+        ("mmlu", "winogrande", "boolq"),
+        ("brown",),
+    )
     assert (qwen.preset.windows, qwen.preset.window, qwen.preset.fractions) == (16, 48, (0.0, 0.05, 0.2))
     assert qwen.preset.scopes == ("joint",) and qwen.preset.layers == 1
     assert qwen.preset.mmlu_per_subject == exp.preset.mmlu_per_subject == 9  # 513 questions
@@ -35,7 +39,7 @@ def test_each_model_runs_the_reduced_protocol_and_the_base_model_no_task():
     assert qwen.preset.dtype == "bfloat16" and exp.preset.dtype == "float32"  # the main sections: float32
     assert qwen.weights.endswith(", run in bfloat16") and "run in" not in exp.weights
     assert scale.experiment_for(exp, "smollm2", scale.PRESETS["smoke"]).preset.dtype == "float32"  # CI
-    assert scale.experiment_for(exp, "gemma3-270m", s).tasks == ()  # a base model at chance on MMLU
+    assert scale.experiment_for(exp, "gemma3-270m", s).tasks == ("winogrande", "boolq")  # at chance on MMLU
     assert "base" in scale.experiment_for(exp, "gemma3-270m", s).weights  # the rows say which weights
     assert exp.model == "smollm2" and exp.preset.windows == 32  # the main experiment is left as it was
     assert qwen.preset.task_measures == ("raw", "value_weighted", "contribution")  # what the claim compares
@@ -56,7 +60,7 @@ def test_the_downstream_runs_only_the_interventions_of_its_measures(monkeypatch,
 
     monkeypatch.setattr(experiment, "choice_accuracy", accuracy)
     monkeypatch.setattr(experiment, "task_items", lambda task, limit, per_subject: [])
-    exp = cw.configure(scale="cpu", tasks=["sva_linzen"])
+    exp = cw.configure(scale="cpu", tasks=["winogrande"])
     measures = scale.PRESETS["cpu"].task_measures
     reduced = replace(exp, preset=replace(exp.preset, task_measures=measures))  # all else the same
     for e in (exp, reduced):
