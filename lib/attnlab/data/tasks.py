@@ -178,7 +178,7 @@ TASKS: dict[str, Task] = {
         _copa,
         100,
         "validation",
-        substitute_for="BIG-bench's cause_and_effect",
+        substitute_for="the cause-and-effect task the project used before (BIG-bench's, no longer served)",
     ),
 }
 
