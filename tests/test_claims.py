@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 
+from attnlab.runner import manifest
 from attnlab.runner.claims import COLUMNS, Claim, claims_frame, fixed, save_table, signed, write_claims
 from attnlab.runner.report import write_report
 from attnlab.runner.verdicts import HOLDS, Verdict, mean_rule
@@ -31,6 +32,7 @@ def test_claims_are_written_and_gathered(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
     claim = Claim("Fig. 1", "a | b", "1", "2", Verdict(HOLDS))
     write_claims([claim], tmp_path / "cpu" / "xsa", "XSA")
+    manifest.write(tmp_path / "cpu" / "xsa")  # as publish does
     assert (tmp_path / "cpu" / "xsa" / "claims.csv").read_text().splitlines()[1].startswith("Fig. 1,a | b")
     report = write_report("cpu").read_text()
     assert "## xsa: XSA" in report and "a \\| b" in report
@@ -59,6 +61,8 @@ def test_report_opens_with_the_overview_and_puts_the_verdict_first(tmp_path, mon
     write_claims(claims, folder, "XSA")
     (folder / "fig3_loss.png").write_bytes(b"png")
     write_claims(claims[:1], tmp_path / "cpu" / "xsa--seeds-0", "XSA variant")
+    for published in (folder, tmp_path / "cpu" / "xsa--seeds-0"):
+        manifest.write(published)
     assert report.overview("cpu").splitlines()[2] == "| xsa | 1 | 1 | 1 | 1 | [4 claims](xsa/claims.md) |"
     text = report.write_report("cpu").read_text()
     assert text.index("## Overview") < text.index("## xsa")
@@ -108,6 +112,7 @@ def test_a_table_from_before_the_rule_is_flagged_not_counted(tmp_path, monkeypat
     }
     pd.DataFrame(old).to_csv(folder / "claims.csv", index=False)
     (folder / "claims.md").write_text("# QK\n")
+    manifest.write(folder)
     row = report.overview("cpu").splitlines()[2]
     assert "not re-judged" in row and "| 0 |" not in row
     assert "not re-judged" in report.claims_section(folder)
@@ -127,3 +132,28 @@ def test_verdict_changes_are_matched_by_figure_and_claim():
         ("gone", "holds", "-"),
         ("added", "-", "not testable here"),
     }
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda f: (f / "claims.csv").unlink(), "claims.csv is missing"),
+        (lambda f: (f / "claims.md").unlink(), "claims.md is missing"),
+        (lambda f: (f / "claims.csv").write_text("figure,claim\nFig. 1,edited\n"), "claims.csv was changed"),
+        (lambda f: (f / "extra.png").write_bytes(b"x"), "extra.png was added"),
+        (lambda f: (f / manifest.MANIFEST).unlink(), "no MANIFEST.sha256"),
+    ],
+)
+def test_a_damaged_run_folder_is_shown_incomplete_never_dropped_or_read(tmp_path, monkeypatch, damage, why):
+    from attnlab.runner import report
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    folder = tmp_path / "cpu" / "xsa"
+    write_claims([Claim("Fig. 1", "c", "p", "o", Verdict(HOLDS))], folder, "XSA")
+    manifest.write(folder)
+    assert manifest.problems(folder) == [] and "| xsa | 1 |" in report.overview("cpu")
+    damage(folder)
+    row = report.overview("cpu").splitlines()[2]
+    assert row.startswith("| xsa | incomplete, not counted:") and why in row
+    text = write_report("cpu").read_text()  # no crash, whatever is missing
+    assert f"## xsa: incomplete\n\n> Not read: {why}" in text and "| **holds** |" not in text

@@ -318,7 +318,7 @@ def test_a_kill_at_any_step_of_publish_leaves_the_old_or_the_new_outputs_and_the
     monkeypatch.setenv("ATTNLAB_FIGURES", str(figures))
     monkeypatch.setenv("ATTNLAB_BUILD", str(build))
     gone = dead_pid()
-    steps = ["move the old aside", "move the new in", "delete the old"]
+    steps = ["write the manifest", "move the old aside", "move the new in", "delete the old"]
     replace, rmtree = os.replace, shutil.rmtree
     for stop in range(len(steps) + 1):
         shutil.rmtree(figures, ignore_errors=True)
@@ -347,5 +347,5 @@ def test_a_kill_at_any_step_of_publish_leaves_the_old_or_the_new_outputs_and_the
         monkeypatch.setenv("ATTNLAB_BUILD", str(build))
         leftovers.remove_stale()  # what the next run, even a refused one, does first
         content = (final / "claims.csv").read_text()
-        assert content == ("old" if stop < 2 else "new"), f"killed before step {stop}: {content}"
+        assert content == ("old" if stop < 3 else "new"), f"killed before {steps[min(stop, 3)]}: {content}"
         assert [p.name for p in (figures / "cpu").iterdir()] == ["xsa"]

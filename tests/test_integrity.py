@@ -321,7 +321,7 @@ def test_a_failed_run_keeps_the_previous_outputs_and_a_success_replaces_them_who
 
     monkeypatch.setattr(run, "execute", succeed)
     run.run_staged(Path("xsa.ipynb"), target, {}, False)
-    assert sorted(p.name for p in old.iterdir()) == ["claims.md"]  # no file of the old run survives
+    assert sorted(p.name for p in old.iterdir()) == ["MANIFEST.sha256", "claims.md"]  # none of the old run's
     assert (old / "claims.md").read_text() == "new claims"
     assert not target.with_suffix(".failed.ipynb").exists()  # the stale failure is gone
     assert sorted(p.name for p in figures.iterdir()) == ["cpu"]

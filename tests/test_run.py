@@ -34,7 +34,7 @@ def no_execution(monkeypatch):
         (["--scale", "cpu", "--notebooks", "xsa", "-p", "device=cuda:0"], "CUDA is not available"),
         (["--scale", "cpu", "--notebooks", "nope"], "unknown notebook 'nope'"),
         (["--notebooks", "contribution_weights", "-p", "text_sets=['wiki']"], "text_sets: unknown ['wiki']"),
-        (["--notebooks", "contribution_weights", "-p", "tasks=['boolq']"], "tasks: unknown ['boolq']"),
+        (["--notebooks", "contribution_weights", "-p", "tasks=['copa']"], "tasks: unknown ['copa']"),
         (["--notebooks", "contribution_weights", "-p", "seed=-1"], "seed must be a non-negative"),
         (["--notebooks", "contribution_weights", "-p", "model=3"], "model must be"),
         (["--scale", "cpu", "--notebooks", "xsa", "-p", "lr_grid={'9L': [1e-3]}"], "lr_grid must map"),

@@ -20,7 +20,7 @@ from attnlab import paths
 from attnlab.errors import ParameterError
 from attnlab.papers import PAPERS
 from attnlab.papers.experiment import PARAMS_FILE, slug
-from attnlab.runner import report, run
+from attnlab.runner import manifest, report, run
 from attnlab.runner.params import split_assignments
 from attnlab.training.trainer import resolve_device
 
@@ -278,6 +278,8 @@ def test_the_report_names_each_tables_run_and_the_readme_counts_the_defaults(mon
     for exp in (configure("xsa", scale="cpu"), changed):
         write_claims(claim, exp.figures, "XSA")
     write_claims(claim, paths.figures_dir() / "cpu" / "sd_routing", "S-D")  # written before params.json
+    for published in (tmp_path / "cpu").iterdir():
+        manifest.write(published)  # as publish does
     text = report.write_report("cpu").read_text()
     assert "Run `xsa`: the scale's default parameters ([params.json](xsa/params.json))" in text
     assert "Run `sd_routing`: the scale's default parameters (written before runs recorded them" in text

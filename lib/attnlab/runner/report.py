@@ -23,6 +23,7 @@ import pandas as pd
 
 from attnlab import paths
 from attnlab.papers.experiment import PARAMS_FILE, RUN_SEPARATOR
+from attnlab.runner import manifest
 from attnlab.runner.claims import COLUMNS, SMOKE_NOTE
 from attnlab.runner.verdicts import VERDICTS
 
@@ -33,10 +34,18 @@ README_END = "<!-- overview:end -->"
 
 
 def run_folders(scale: str) -> list[Path]:
-    """The folders under ``figures/<scale>/`` with a claims table (a hidden folder is an interrupted run's
-    leftover, never a run)."""
+    """The folders under ``figures/<scale>/`` that publish wrote (a manifest) or that hold a claims table (a
+    hidden folder is an interrupted run's leftover, never a run)."""
     root = paths.figures_dir() / scale
-    return sorted(p.parent for p in root.glob("*/claims.csv") if not p.parent.name.startswith("."))
+    found = {p.parent for pattern in ("*/claims.csv", f"*/{manifest.MANIFEST}") for p in root.glob(pattern)}
+    return sorted(f for f in found if not f.name.startswith("."))
+
+
+def incomplete(folder: Path) -> str:
+    """Why a run folder cannot be read as publish left it ("" when it can): its manifest's problems
+    (:func:`attnlab.runner.manifest.problems`), in one line."""
+    found = manifest.problems(folder)
+    return "; ".join(found[:3]) + (f" (and {len(found) - 3} more)" if len(found) > 3 else "")
 
 
 def paper_folders(scale: str) -> list[Path]:
@@ -104,6 +113,10 @@ def overview(scale: str, link_root: str = "", folders: list[Path] | None = None)
     counts."""
     lines = ["| paper | " + " | ".join(VERDICT_COLUMNS.values()) + " | claims |", "|---" * 6 + "|"]
     for folder in paper_folders(scale) if folders is None else folders:
+        why = incomplete(folder)
+        if why:
+            lines.append(f"| {folder.name} | incomplete, not counted: {_cell(why)} |  |  |  |  |")
+            continue
         frame = pd.read_csv(folder / "claims.csv")
         if not judged_by_the_rule(frame):
             link = f"{link_root}{folder.name}/claims.md"
@@ -132,7 +145,11 @@ def _evidence(row: pd.Series) -> str:
 
 def claims_section(folder: Path) -> str:
     """One paper's claims, verdict first: verdict | figure (linked) | claim | ours | reason | evidence |
-    detectable effect."""
+    detectable effect. A folder that is not as publish left it (:func:`incomplete`) is named with what is
+    wrong, and nothing of it is read."""
+    why = incomplete(folder)
+    if why:
+        return f"## {folder.name}: incomplete\n\n> Not read: {why}. Run its notebook again at this scale.\n"
     frame = pd.read_csv(folder / "claims.csv")
     title = (folder / "claims.md").read_text().splitlines()[0].removeprefix("# ")
     if not judged_by_the_rule(frame):
@@ -237,6 +254,10 @@ def changes_markdown(scale: str, ref: str) -> str:
         "one)."
     ]
     for folder in paper_folders(scale):
+        why = incomplete(folder)
+        if why:
+            parts.append(f"\n**{folder.name}**: incomplete, not compared: {why}.")
+            continue
         new = pd.read_csv(folder / "claims.csv")
         if not judged_by_the_rule(new):
             parts.append(f"\n**{folder.name}**: not re-judged yet.")

@@ -32,6 +32,7 @@ from pathlib import Path
 from attnlab import paths
 from attnlab.errors import ParameterError
 from attnlab.papers import PAPERS
+from attnlab.runner import manifest
 from attnlab.runner.leftovers import remove_stale
 from attnlab.runner.params import SCALE_ENV, SCALES, parse_assignment, split_assignments
 from attnlab.runner.report import write_report
@@ -191,10 +192,12 @@ def run_staged(source: Path, target: Path, parameters: dict[str, object], log_ou
 
 def publish(staging: Path, final_root: Path) -> None:
     """Move every ``<scale>/<run>/`` folder of ``staging`` into ``final_root``, each replacing the old one
-    whole (renamed aside, the new one renamed in, the old one deleted): no folder ever mixes two runs."""
+    whole (renamed aside, the new one renamed in, the old one deleted): no folder ever mixes two runs. Each
+    folder gets its manifest first (:mod:`attnlab.runner.manifest`), which REPORT.md and the site check."""
     for folder in sorted(staging.glob("*/*")):
         if not folder.is_dir():
             continue
+        manifest.write(folder)
         final = final_root / folder.parent.name / folder.name
         final.parent.mkdir(parents=True, exist_ok=True)
         old = final.with_name(f".old-{final.name}-{os.getpid()}")

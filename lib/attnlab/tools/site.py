@@ -31,7 +31,7 @@ import yaml
 
 from attnlab import paths
 from attnlab.papers import PAPERS
-from attnlab.runner import report
+from attnlab.runner import manifest, report
 from attnlab.runner.claims import SMOKE_NOTE
 from attnlab.tools.colab import repository_url
 
@@ -203,9 +203,16 @@ class Paper:
     account: Path
 
     @property
+    def incomplete(self) -> str:
+        """Why its folder is not as publish left it ("" when it is, or when there is no folder):
+        :func:`attnlab.runner.report.incomplete`."""
+        published = (self.folder / "claims.csv").is_file() or (self.folder / manifest.MANIFEST).is_file()
+        return report.incomplete(self.folder) if published else ""
+
+    @property
     def has_claims(self) -> bool:
-        """Whether the paper has a claims table at this scale."""
-        return (self.folder / "claims.csv").is_file()
+        """Whether the paper has a claims table at this scale, whole as publish wrote it."""
+        return (self.folder / "claims.csv").is_file() and not self.incomplete
 
     @property
     def images(self) -> list[str]:
@@ -289,6 +296,9 @@ def claims_page(paper: Paper, scale: str) -> str:
     if scale == "smoke":
         head += [f'!!! warning "Smoke scale"\n    {SMOKE_NOTE}', ""]
     images = paper.images
+    if paper.incomplete:
+        head += [f'!!! warning "Incomplete"\n    Not read: {escape(paper.incomplete)}.', ""]
+        return "\n".join(head)
     if not paper.has_claims:
         where = f"figures/{scale}/{paper.name}/claims.csv"
         head += [
@@ -327,7 +337,7 @@ def overview_page(papers: list[Paper], scale: str) -> str:
     table += [
         f"| {p.name} | – | – | – | – | [no table yet]({p.name}/claims.md) |"
         for p in papers
-        if not p.has_claims
+        if not p.has_claims and not p.incomplete
     ]
     lines = [
         "---",
