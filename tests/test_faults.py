@@ -349,3 +349,42 @@ def test_a_kill_at_any_step_of_publish_leaves_the_old_or_the_new_outputs_and_the
         content = (final / "claims.csv").read_text()
         assert content == ("old" if stop < 3 else "new"), f"killed before {steps[min(stop, 3)]}: {content}"
         assert [p.name for p in (figures / "cpu").iterdir()] == ["xsa"]
+
+
+def test_output_folders_are_judged_by_where_they_lead_and_checked_at_launch(monkeypatch, tmp_path):
+    for value in (
+        str(ROOT / "build" / ".." / "lib" / "x"),  # ".." back into the source
+        str(ROOT / "data" / ".." / "notebooks" / "d"),
+    ):
+        monkeypatch.setenv("ATTNLAB_FIGURES", value)
+        with pytest.raises(ParameterError, match="points into the checkout's source"):
+            paths.figures_dir()
+    link = tmp_path / "innocent"
+    link.symlink_to(ROOT / "lib")
+    monkeypatch.setenv("ATTNLAB_DATA", str(link / "x"))  # a symlink into the source
+    with pytest.raises(ParameterError, match="ATTNLAB_DATA"):
+        paths.data_dir()
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("ATTNLAB_FIGURES", "")
+    with pytest.raises(ParameterError, match="ATTNLAB_FIGURES is set but empty"):
+        paths.figures_dir()
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path / "afile" / "figs"))
+    with pytest.raises(ParameterError, match="is a file, not a folder"):
+        paths.pin_environment()
+
+
+def test_a_read_only_output_folder_is_refused_at_launch(monkeypatch, tmp_path):
+    import stat
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(locked / "figs"))
+    try:
+        if os.access(locked, os.W_OK):  # root ignores the mode: nothing to refuse
+            pytest.skip("this user can write into a read-only folder")
+        with pytest.raises(ParameterError, match="not writable"):
+            paths.pin_environment()
+    finally:
+        locked.chmod(stat.S_IRWXU)

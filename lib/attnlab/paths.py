@@ -3,8 +3,9 @@
 Inside a checkout the folders are the repository's own ``data/``, ``build/`` and ``figures/``; an
 installed copy uses ``/content/attnlab`` on Colab (the session's files, which the file browser shows and Drive
 can hold) and ``~/.cache/attnlab`` elsewhere. ``ATTNLAB_DATA``, ``ATTNLAB_BUILD`` and ``ATTNLAB_FIGURES``
-override each: a relative value is taken from the working directory, and a folder inside the checkout's source
-(``lib/``, ``notebooks/``, ``tests/``, ``docs/``) is refused. The runner pins the three to absolute paths
+override each: a relative value is taken from the working directory, an empty one is refused, and a folder
+that leads into the checkout's source (``lib/``, ``notebooks/``, ``tests/``, ``docs/``), through ``..`` or a
+symlink, is refused. The runner pins the three to absolute paths
 (:func:`pin_environment`) before it starts a notebook kernel, whose working directory is ``notebooks/``.
 """
 
@@ -41,7 +42,10 @@ FOLDER_ENVS = ("ATTNLAB_DATA", "ATTNLAB_BUILD", "ATTNLAB_FIGURES")
 
 def _folder(env: str, name: str) -> Path:
     if env in os.environ:
-        path = Path(os.environ[env]).expanduser().absolute()
+        if not os.environ[env].strip():
+            raise ParameterError(f"{env} is set but empty; give a folder, or unset it for the default")
+        # resolved first: "..", and symlinks into the source, are judged by where they lead
+        path = Path(os.environ[env]).expanduser().resolve()
         root = repo_root()
         if root is not None:
             inside = [f for f in SOURCE_FOLDERS if path == root or path.is_relative_to(root / f)]
@@ -57,11 +61,21 @@ def _folder(env: str, name: str) -> Path:
 
 def pin_environment() -> None:
     """Set each of ``ATTNLAB_DATA``, ``ATTNLAB_BUILD`` and ``ATTNLAB_FIGURES`` that is given to its absolute
-    path (checked by :func:`_folder`), so that a process started elsewhere (a notebook kernel runs in
-    ``notebooks/``) finds the same folders."""
+    path (checked by :func:`_folder`, and refused when it, or the nearest folder above it that exists, is a
+    file or not writable: at launch, not inside a notebook), so that a process started elsewhere (a notebook
+    kernel runs in ``notebooks/``) finds the same folders."""
     for env, name in zip(FOLDER_ENVS, ("data", "build", "figures"), strict=True):
         if env in os.environ:
-            os.environ[env] = str(_folder(env, name))
+            path = _folder(env, name)
+            existing = next((p for p in (path, *path.parents) if p.exists()), path)
+            if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+                what = (
+                    "a file, not a folder" if existing.exists() and not existing.is_dir() else "not writable"
+                )
+                raise ParameterError(
+                    f"{env}={os.environ[env]!r}: {existing} is {what}; give a writable folder"
+                )
+            os.environ[env] = str(path)
 
 
 def data_dir() -> Path:

@@ -70,14 +70,16 @@ def _restore(old: Path) -> Path | None:
 
 def remove_stale() -> list[Path]:
     """Delete :func:`stale_leftovers` (restoring, not deleting, an old output folder that nothing replaced:
-    :func:`_restore`); return what was removed or restored."""
-    removed = stale_leftovers()
-    for path in removed:
+    :func:`_restore`); return what was removed."""
+    removed = []
+    for path in stale_leftovers():
         restored = _restore(path) if path.name.startswith(".old-") else None
         if restored is not None:
             print(f"{restored}: restored (the run that was replacing it was killed while publishing)")
-        elif path.is_dir():
+            continue
+        if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
+        removed.append(path)
     return removed
