@@ -388,3 +388,15 @@ def test_a_read_only_output_folder_is_refused_at_launch(monkeypatch, tmp_path):
             paths.pin_environment()
     finally:
         locked.chmod(stat.S_IRWXU)
+
+
+def test_more_layers_than_the_model_has_are_refused_not_clipped():
+    from attnlab.papers import contribution_weights as cw
+
+    with pytest.raises(ParameterError, match="layers=1000: smollm2 has 30 layers"):
+        cw.configure(scale="smoke", layers=1000)
+    exp = cw.configure(scale="smoke", model="some/folder", layers=40)  # unknown until it is loaded
+    with pytest.raises(ParameterError, match="layers=40: some/folder has 24 layers"):
+        exp.layer_sets(24)
+    assert len(exp.layer_sets(64)) == 40 + 1  # enough layers: each alone, then together
+    assert len(exp.layer_sets(24, clip=True)) == 24 + 1  # the own small GPT: as many as it has

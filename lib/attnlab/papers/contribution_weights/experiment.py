@@ -56,6 +56,7 @@ from attnlab.papers.contribution_weights.presets import (
     DOWNSTREAM,
     DTYPES,
     PAPER,
+    PINNED_LAYERS,
     PRESETS,
     RANKINGS,
     SAMPLE_SEED,
@@ -138,8 +139,13 @@ class ContributionExperiment(PaperExperiment):
         dtype = self.preset.dtype
         return describe(self.model) + ("" if dtype == "float32" else f", run in {dtype}")
 
-    def layer_sets(self, n_layers: int) -> dict[str, tuple[int, ...]]:
-        """The layer sets of the faithfulness curves for a model of ``n_layers`` layers."""
+    def layer_sets(self, n_layers: int, clip: bool = False) -> dict[str, tuple[int, ...]]:
+        """The layer sets of the faithfulness curves for a model of ``n_layers`` layers. More layers asked for
+        than the model has is refused (a :class:`ParameterError` before any compute, never a silent clip that
+        the run folder and its text would misreport), unless ``clip`` (this project's small GPT: as many as
+        the preset's, at most all of them)."""
+        if self.preset.layers > n_layers and not clip:
+            raise ParameterError(f"layers={self.preset.layers}: {self.model} has {n_layers} layers")
         return layer_sets(n_layers, min(self.preset.layers, n_layers))
 
     # text -------------------------------------------------------------------------------------------------
@@ -399,7 +405,14 @@ class ContributionExperiment(PaperExperiment):
         def compute() -> dict:
             ids = self.windows(lm, own.corpus, own.window, own.windows)
             frame = intervention_curves(
-                lm, ids, p.fractions, self.layer_sets(lm.n_layers), RANKINGS, p.scopes, 16, "own GPT"
+                lm,
+                ids,
+                p.fractions,
+                self.layer_sets(lm.n_layers, clip=True),
+                RANKINGS,
+                p.scopes,
+                16,
+                "own GPT",
             )
             return frame.to_dict("list")
 
@@ -544,6 +557,9 @@ def configure(
     if n_windows < 2:
         raise ParameterError(f"windows: the intervals are over windows, so at least two; got {windows!r}")
     chosen_models = check_subset("scale_models", scale_models, CAUSAL_LMS, SCALE_MODELS[scale])
+    pinned_layers = PINNED_LAYERS.get(model or preset.model)
+    if layers and pinned_layers is not None and layers > pinned_layers:
+        raise ParameterError(f"layers={layers}: {model or preset.model} has {pinned_layers} layers")
     preset = replace(
         preset,
         fractions=(0.0, *chosen) if chosen else preset.fractions,

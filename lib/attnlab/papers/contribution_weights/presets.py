@@ -96,6 +96,9 @@ def _own(n_layer: int, d_model: int, steps: int, seq: int, windows: int, window:
 
 #: The pinned models of the scale section (``contribution_weights.scale``) per notebook scale, smallest first:
 #: SmolLM2 alone at smoke scale (nothing large is downloaded), every pinned causal LM from cpu on.
+#: The layers of each pinned causal LM (their configs), so that ``layers`` beyond them is refused before
+#: anything is loaded; another model is checked when it is loaded (``ContributionExperiment.layer_sets``).
+PINNED_LAYERS = {"smollm2": 30, "gemma3-270m": 18, "qwen2.5-coder-0.5b": 24, "qwen2.5-coder-1.5b": 28}
 SCALE_MODELS = {"smoke": ("smollm2",), "cpu": CAUSAL_LMS, "gpu": CAUSAL_LMS, "paper": CAUSAL_LMS}
 #: The precisions a pretrained model can run in (bfloat16 is fast only on a CPU or GPU with bfloat16 units).
 DTYPES = ("float32", "bfloat16")
