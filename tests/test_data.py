@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -472,3 +473,28 @@ def test_splits_and_tokens_are_prepared_under_the_corpus_lock(data_root, tmp_pat
     data.prepare_splits("fake-lock")
     assert held == [True, True]
     assert not locks.is_locked(data.corpus_dir("fake-lock"))  # released afterwards
+
+
+def test_a_killed_download_leaves_nothing_behind_for_long(data_root, monkeypatch):
+    """The temporary folder of a download or extraction killed mid-way is removed by the next one; a live
+    process's is left alone."""
+    import multiprocessing
+
+    ended = multiprocessing.get_context("spawn").Process(target=int)
+    ended.start()
+    ended.join()
+    downloads = data_root / "downloads"
+    dead = downloads / f".tmp-fake-{ended.pid}-abc123"
+    live = downloads / f".tmp-other-{os.getpid()}-def456"
+    old = downloads / ".tmp-fake-zz9"  # an older version's name, without a process id
+    for folder in (dead, live, old):
+        folder.mkdir(parents=True)
+        (folder / "part.whl").write_bytes(b"half")
+    assert sorted(artifacts.remove_dead_temporaries(downloads)) == sorted([dead, old])
+    assert live.is_dir() and not dead.exists() and not old.exists()
+    data = b"payload"
+    _add_fake(monkeypatch, "fake-9.9.whl", hashlib.sha256(data).hexdigest())
+    _fake_client(monkeypatch, "open('fake-9.9.whl', 'wb').write(b'payload')")
+    dead.mkdir()
+    artifacts.fetch("fake")  # a download cleans up first
+    assert not dead.exists() and _leftovers(data_root) == sorted(["fake-9.9.whl", live.name])

@@ -16,6 +16,7 @@ import torch
 import attnlab.training.trainer as trainer_module
 from attnlab import paths, verified
 from attnlab.errors import ParameterError
+from attnlab.locks import alive
 from attnlab.model import GPTConfig
 from attnlab.runner import leftovers
 from attnlab.training.cache import RunSpec, cached_result
@@ -215,7 +216,7 @@ def test_ctrl_c_stops_the_kernel_and_what_it_started_within_seconds(tmp_path, si
     runner.wait(timeout=30)
     assert time.time() - start < 15
     time.sleep(1)
-    assert not leftovers.alive(kernel) and not leftovers.alive(worker)
+    assert not alive(kernel) and not alive(worker)
     assert not target.exists() and not list(target.parent.glob("*.partial*"))  # nothing half-made
     assert target.with_suffix(".failed.ipynb").exists()  # the executed copy, kept for reading
 

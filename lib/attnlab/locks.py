@@ -46,6 +46,17 @@ def exclusive(path: Path, label: str = "") -> Iterator[bool]:
         os.close(fd)  # closing releases the lock
 
 
+def alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (this one's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def is_locked(path: Path) -> bool:
     """Whether a live process holds the lock of ``path`` now."""
     lock = lock_path(path)

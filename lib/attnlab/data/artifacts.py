@@ -23,6 +23,7 @@ import io
 import json
 import lzma
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
 from attnlab.errors import ArtifactError, DataUnavailable
+from attnlab.locks import alive
 from attnlab.paths import data_dir
 
 Registry = Literal["pypi-sdist", "pypi-wheel", "npm", "debian"]
@@ -236,6 +238,18 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def remove_dead_temporaries(folder: Path) -> list[Path]:
+    """Delete the temporary folders (``.tmp-<what>-<pid>-<random>``) in ``folder`` whose process is gone: a
+    download or extraction killed mid-way. A name without a process id (an older version's) is gone too."""
+    removed = []
+    for tmp in folder.glob(".tmp-*"):
+        found = re.search(r"-(\d+)-[^-]+$", tmp.name)
+        if found is None or not alive(int(found.group(1))):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
+
+
 def downloads_dir() -> Path:
     """Where verified archives are kept: ``data_dir()/downloads``."""
     return data_dir() / "downloads"
@@ -341,7 +355,8 @@ def fetch(name: str) -> Path:
             unavailable_reason(name),
         )
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{art.name}-", dir=target.parent))
+    remove_dead_temporaries(target.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{art.name}-{os.getpid()}-", dir=target.parent))
     try:
         _download(art, tmp)
         got = tmp / art.filename
@@ -500,7 +515,8 @@ def extract(name: str, members: list[str] | None = None) -> Path:
         return final
     archive = fetch(name)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    remove_dead_temporaries(final.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-{os.getpid()}-", dir=final.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the extracted folder should not be
     files: dict[str, str] = dict(marker["files"]) if marker is not None else {}
     try:

@@ -17,18 +17,7 @@ import shutil
 from pathlib import Path
 
 from attnlab import paths
-from attnlab.locks import is_locked
-
-
-def alive(pid: int) -> bool:
-    """Whether a process with ``pid`` exists (this one's included)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+from attnlab.locks import alive, is_locked
 
 
 def _owner(name: str) -> int | None:
