@@ -19,7 +19,7 @@ import pytest
 from attnlab import paths
 from attnlab.errors import ParameterError
 from attnlab.papers import PAPERS
-from attnlab.papers.experiment import PARAMS_FILE, slug
+from attnlab.papers.experiment import PARAMS_FILE, RUN_SEPARATOR, slug
 from attnlab.runner import manifest, report, run
 from attnlab.runner.params import split_assignments
 from attnlab.training.trainer import resolve_device
@@ -299,3 +299,11 @@ def test_readme_commands_run_from_a_checkout():
     readme = (ROOT / "README.md").read_text()
     assert not re.findall(r"(?<![\w/.])python3? -(?:m attnlab|c [\"'][^\"']*attnlab)", readme)
     assert not re.findall(r"(?m)^torchrun ", readme)
+
+
+@pytest.mark.parametrize(("name", "key"), CHANGED, ids=[f"{n}-{k}" for n, k in CHANGED])
+def test_a_run_folder_is_named_by_the_parameter_that_changed(name, key):
+    """``-p fast_ratio=3`` names its folder ``...--fast_ratio-3.0-<hash>``, not by the setting it sets
+    (``fast_fafo``); a parameter that sets several settings (``steps``) leads its name."""
+    run = configure(name, scale="smoke", **{key: CHANGES[name][key]}).run_name
+    assert run.split(RUN_SEPARATOR, 1)[1].startswith(f"{key}-"), run

@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
+from collections.abc import Mapping
 from typing import ClassVar
 
 import torch
@@ -65,15 +66,16 @@ def flatten(value: object, path: str = "") -> dict[str, object]:
     return out
 
 
-def slug(changed: dict[str, object], limit: int = 48) -> str:
-    """A short readable name for ``changed`` settings: ``<key>-<value>`` per setting (the last part of its
-    path, list items joined by ``-``; a pair repeated across sizes once), joined by ``--``, reduced to
-    letters, digits, ``.``, ``_`` and ``-`` and cut at ``limit`` characters (the run name's hash tells cut
-    names apart)."""
+def slug(changed: dict[str, object], names: Mapping[str, str] | None = None, limit: int = 48) -> str:
+    """A short readable name for ``changed`` settings: ``<key>-<value>`` per setting (the notebook parameter
+    that sets it, where ``names`` maps the end of its path to one, else the last part of its path; list items
+    joined by ``-``; a pair repeated across sizes once), joined by ``--``, reduced to letters, digits, ``.``,
+    ``_`` and ``-`` and cut at ``limit`` characters (the run name's hash tells cut names apart)."""
     parts: list[str] = []
     for path, value in changed.items():
         text = "-".join(map(str, value)) if isinstance(value, list) else str(value)
-        part = re.sub(r"[^A-Za-z0-9._]+", "-", f"{path.rsplit('.', 1)[-1]}-{text}").strip("-")
+        key = next((n for end, n in (names or {}).items() if path.endswith(end)), path.rsplit(".", 1)[-1])
+        part = re.sub(r"[^A-Za-z0-9._]+", "-", f"{key}-{text}").strip("-")
         if part not in parts:
             parts.append(part)
     return RUN_SEPARATOR.join(parts)[:limit].rstrip("-.")
@@ -86,6 +88,9 @@ class PaperExperiment:
     paper: ClassVar[str]  # the paper's name in attnlab.papers.PAPERS, and its folder under figures/<scale>/
     #: Fields that choose how fast a run goes, not what it computes: left out of its settings and folder name.
     execution_fields: ClassVar[tuple[str, ...]] = ("workers",)
+    #: The notebook parameter that sets a setting whose name differs from it (the end of the setting's path ->
+    #: the parameter), so that a run folder's name says what the user changed (:func:`slug`).
+    parameter_names: ClassVar[dict[str, str]] = {}
     scale: str
     device: str
 
@@ -126,7 +131,7 @@ class PaperExperiment:
         if self.is_default:
             return self.paper
         digest = hashlib.sha256(json.dumps(self.changed, sort_keys=True).encode()).hexdigest()[:8]
-        return f"{self.paper}{RUN_SEPARATOR}{slug(self.changed)}-{digest}"
+        return f"{self.paper}{RUN_SEPARATOR}{slug(self.changed, self.parameter_names)}-{digest}"
 
     def run_record(self) -> dict[str, object]:
         """What ``params.json`` holds: the paper, scale and run name, whether the run is the scale's default,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import pandas as pd
 
@@ -61,6 +61,11 @@ class QKSpeedExperiment(PaperExperiment):
     its own), which count their cached results in one ``cache``."""
 
     paper = PAPER
+    parameter_names: ClassVar[dict[str, str]] = {
+        "circuits.fast_fafo": "fast_ratio",
+        "circuits.max_epochs": "epochs",
+        "sva.epochs": "sva_epochs",
+    }
 
     scale: str
     preset: Preset

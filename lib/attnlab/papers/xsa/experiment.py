@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import pandas as pd
 import torch
@@ -169,6 +169,7 @@ class Grid:
 @dataclass(frozen=True)
 class XSAExperiment(PaperExperiment):
     paper = PAPER
+    parameter_names: ClassVar[dict[str, str]] = {".lrs": "lr_grid"}
 
     scale: str
     preset: Preset
