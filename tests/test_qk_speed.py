@@ -78,26 +78,6 @@ def test_words_and_the_plural_suffix():
         assert text_tasks.split_suffix(kept) == [kept]
 
 
-@pytest.mark.parametrize(
-    ("prefix", "head"),
-    [
-        ("a combination of these influences", "combination"),
-        ("about 100,000 scientific papers a year", "papers"),
-        (
-            "according to a 1984 journal article by his biographer, sultan-zade's activities after",
-            "activities",
-        ),
-        ("all the water from the various fissures", "water"),
-        ("although some areas of the park, particularly new orleans square,", "areas"),
-        ("additionally, the dressing room signs that were used", "signs"),
-        ("members", "members"),
-    ],
-)
-def test_subject_head_rule(prefix, head):
-    w = text_tasks.words(prefix)
-    assert w[text_tasks.subject_head(w)] == head
-
-
 def test_compact_drops_positions_and_padding():
     tokens = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
     lengths = torch.tensor([3, 2])

