@@ -401,3 +401,24 @@ def test_more_layers_than_the_model_has_are_refused_not_clipped():
         exp.layer_sets(24)
     assert len(exp.layer_sets(64)) == 40 + 1  # enough layers: each alone, then together
     assert len(exp.layer_sets(24, clip=True)) == 24 + 1  # the own small GPT: as many as it has
+
+
+def test_a_model_given_by_folder_is_cached_by_its_files_not_its_path(tmp_path):
+    """Replacing the weights in a folder changes what every cache key knows of the model, so the old results
+    never come back for new weights (they were keyed by the path alone)."""
+    from attnlab import hf
+    from attnlab.papers import contribution_weights as cw
+    from attnlab.papers.sd_routing.routing import pretrained_fingerprint
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights v1")
+    first = hf.model_fingerprint(folder)
+    key = cw.configure(scale="smoke", model=str(folder))._key()
+    (folder / "model.safetensors").write_bytes(b"weights v2")  # same path, new weights
+    assert hf.model_fingerprint(folder) != first
+    assert cw.configure(scale="smoke", model=str(folder))._key() != key
+    assert pretrained_fingerprint(str(folder)) == hf.model_fingerprint(folder)
+    assert hf.model_fingerprint("smollm2") == hf.PRETRAINED["smollm2"].source_digest()  # pinned: no hashing
+    assert hf.PRETRAINED["mpnet"].source_digest() == hf.PRETRAINED["mpnet"].weights_sha256 != ""

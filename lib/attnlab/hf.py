@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -189,6 +190,9 @@ class Pretrained:
     weights_sha256: str = ""
 
     def source_digest(self) -> str:
+        """The SHA-256 that pins the weights: the artifact's, the joined file's, or (a zip) the weights'."""
+        if self.weights_sha256:
+            return self.weights_sha256
         if self.member is not None:
             return artifacts.get(self.source).sha256
         return artifacts.JOINED[self.source].sha256
@@ -350,6 +354,31 @@ def model_source(name_or_path: str | Path, gguf_file: str | None = None) -> tupl
     if path.suffix == ".gguf" and path.is_file():
         name_or_path, gguf_file = path.parent, path.name
     return name_or_path, {"gguf_file": gguf_file} if gguf_file else {}
+
+
+def model_fingerprint(name_or_path: str | Path) -> str:
+    """What a cached result knows of a model's weights, so that other weights are never answered from the
+    cache: a pinned model's (or artifact's) pinned SHA-256; for a folder or file, a digest of the SHA-256 of
+    every file in it (:func:`attnlab.verified.digest_once`: each file hashed once per version in a process);
+    for a hub name, the same of its snapshot in the local Hugging Face cache; else the name as given."""
+    name = str(name_or_path)
+    if name in PRETRAINED:
+        return PRETRAINED[name].source_digest()
+    if name in artifacts.ARTIFACTS:
+        return artifacts.get(name).sha256
+    path = Path(name).expanduser()
+    if not path.exists():
+        from huggingface_hub import snapshot_download
+
+        try:
+            path = Path(snapshot_download(name, local_files_only=True))
+        except Exception:  # not in the local cache (or not a hub name): only its name can be known
+            return name
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.relative_to(path) if f != path else f.name}\0{verified.digest_once(f)}\n".encode())
+    return h.hexdigest()
 
 
 def load(

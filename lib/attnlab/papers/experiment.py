@@ -15,10 +15,10 @@ import hashlib
 import importlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from collections.abc import Mapping
 from typing import ClassVar
 
 import torch

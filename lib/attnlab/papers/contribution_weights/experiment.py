@@ -41,6 +41,7 @@ from attnlab.hf import (
     check_model_name,
     describe,
     load_text_model,
+    model_fingerprint,
     model_source,
     value_scale,
 )
@@ -113,8 +114,15 @@ class ContributionExperiment(PaperExperiment):
         dtype = getattr(torch, self.preset.dtype)
         return load_text_model(self.model, dtype=dtype, device=self.torch_device)
 
+    @functools.cached_property
+    def weights_fingerprint(self) -> str:
+        """The analysed model's weights as the cache keys know them (:func:`attnlab.hf.model_fingerprint`:
+        a folder's files by content, so replacing them computes afresh)."""
+        return model_fingerprint(self.model)
+
     def _key(self, **extra) -> dict:
-        return {"model": self.model, "dtype": self.preset.dtype, "device": self.torch_device.type} | extra
+        return {"model": self.model, "weights": self.weights_fingerprint, "dtype": self.preset.dtype,
+                "device": self.torch_device.type} | extra  # fmt: skip
 
     def check_data(self) -> None:
         """The analysed model can load here (a pinned model, a folder or a cached hub name): checked before

@@ -27,7 +27,6 @@ import copy
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -275,14 +274,11 @@ def describe(name: str) -> str:
 
 
 def pretrained_fingerprint(name: str) -> str:
-    """What the cache key of a pretrained analysis knows of the weights: the pinned artifact's SHA-256, or the
-    name of a folder or hub model (whose content the key cannot see)."""
-    from attnlab import hf  # noqa: I001 (first: it sets the hub mode that transformers reads at import)
-    from attnlab.data import artifacts
+    """What the cache key of a pretrained analysis knows of the weights (:func:`attnlab.hf.model_fingerprint`:
+    the pinned SHA-256, or a folder's files by content)."""
+    from attnlab import hf  # first: it sets the hub mode that transformers reads at import
 
-    if name in hf.PRETRAINED:
-        return hf.PRETRAINED[name].source_digest()
-    return artifacts.get(name).sha256 if name in artifacts.ARTIFACTS else str(Path(name))
+    return hf.model_fingerprint(name)
 
 
 def model_heads(model: nn.Module) -> pd.DataFrame:
