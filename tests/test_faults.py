@@ -4,6 +4,7 @@ two identical runs at once, and planted bugs the suite used to miss."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -422,3 +423,33 @@ def test_a_model_given_by_folder_is_cached_by_its_files_not_its_path(tmp_path):
     assert pretrained_fingerprint(str(folder)) == hf.model_fingerprint(folder)
     assert hf.model_fingerprint("smollm2") == hf.PRETRAINED["smollm2"].source_digest()  # pinned: no hashing
     assert hf.PRETRAINED["mpnet"].source_digest() == hf.PRETRAINED["mpnet"].weights_sha256 != ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--device", "cuda"], "CUDA is not available here"),
+        (["--train-config", "seed=100000000000000000000"], "seed must be below 2\\*\\*63"),
+        (["--train-config", "seed=1e20"], "seed"),
+        (["--model-config", "head_dim=7"], "head_dim must be even with RoPE"),
+        (["--train-config", 'lr_scale={"attention": 2}'], r"unknown parameter group\(s\) \['attention'\]"),
+        (["--config", "{config}"], "not-json.json is not JSON"),
+        (["--out", "{file}"], "is a file; give a folder"),
+    ],
+)
+def test_the_training_cli_answers_bad_input_with_a_message_not_a_traceback(
+    argv, message, tmp_path, monkeypatch, capsys
+):
+    from attnlab.training import launch
+
+    if "cuda" in argv and torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    monkeypatch.setattr(launch, "corpus_vocab_size", lambda corpus: 256)  # no corpus is read
+    (tmp_path / "not-json.json").write_text("model: {}")
+    (tmp_path / "a-file").write_text("x")
+    places = {"{config}": str(tmp_path / "not-json.json"), "{file}": str(tmp_path / "a-file")}
+    argv = [places.get(a, a) for a in argv]
+    assert launch.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
+    assert re.search(message, err), err

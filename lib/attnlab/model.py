@@ -70,6 +70,10 @@ class GPTConfig:
             )
         if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
             raise ConfigError(f"GPTConfig.head_dim must be positive integers, got {self.head_dim!r}")
+        if self.pos == "rope" and any(d % 2 for d in dims):
+            raise ConfigError(
+                f"GPTConfig.head_dim must be even with RoPE (pos='rope'), got {self.head_dim!r}"
+            )
         if self.n_head % self.kv_heads:
             raise ConfigError(
                 f"GPTConfig.n_head={self.n_head} is not a multiple of n_kv_head={self.kv_heads}"

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import torch
 
 from attnlab.errors import ParameterError, TrainingDiverged
-from attnlab.model import GPTConfig
+from attnlab.model import GPT, GPTConfig
 from attnlab.runner.params import parse_assignment
 from attnlab.training import distributed
 from attnlab.training.cache import RunSpec, corpus_vocab_size, run_folder, spec_dict, train_cached
@@ -63,7 +63,10 @@ CONFIG_KEYS = ("model", "train", "corpus")  # the top-level keys of a run's conf
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
-    base = json.loads(args.config.read_text()) if args.config else {}
+    try:
+        base = json.loads(args.config.read_text()) if args.config else {}
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{args.config} is not JSON ({err}); give a run's config.json") from None
     if not isinstance(base, dict):
         raise ValueError(f"{args.config} must hold a JSON object with keys {list(CONFIG_KEYS)}")
     unknown = sorted(set(base) - set(CONFIG_KEYS))
@@ -81,6 +84,13 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         raise ValueError(
             f"TrainConfig.seq_len={spec.train.seq_len} exceeds GPTConfig.block_size={spec.model.block_size}"
         )
+    with torch.device("meta"):  # no memory: only the parameter names, to check lr_scale's groups
+        groups = {model.param_group(n) for model in [GPT(spec.model)] for n, _ in model.named_parameters()}
+    unknown = sorted(set(spec.train.lr_scale) - groups)
+    if unknown:
+        raise ValueError(
+            f"lr_scale names unknown parameter group(s) {unknown}; this model has {sorted(groups)}"
+        )
     vocab = corpus_vocab_size(corpus)
     if vocab > spec.model.vocab_size:
         raise ValueError(f"corpus {corpus!r} has {vocab} token ids; set --model-config vocab_size={vocab}")
@@ -89,6 +99,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
 
 def check_out(out: Path, spec: RunSpec, resume: bool) -> None:
     """An ``--out`` folder that holds a run may only be resumed, and only with the same configuration."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a folder to keep the run in")
     started = (out / "checkpoint.pt").exists() or (out / "result.pt").exists()
     if started and not resume:
         raise ValueError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
@@ -122,19 +134,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.micro_batch is not None and args.micro_batch < 1:
             raise ValueError(f"--micro-batch must be a positive integer, got {args.micro_batch}")
+        device = resolve_device(args.device)
         spec = spec_from_args(args)
         if args.out is not None:
             check_out(args.out, spec, args.resume)
     except (ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    folder = args.out or run_folder(spec, resolve_device(args.device))
+    folder = args.out or run_folder(spec, device)
     try:
         if ctx.is_main:
             print(f"{args.label}: {ctx.world_size} process(es), corpus {spec.corpus}", flush=True)
         result = train_cached(
             spec,
-            device=args.device,
+            device=device,
             progress=not args.quiet,
             label=args.label,
             fsdp=args.fsdp,

@@ -59,6 +59,8 @@ class TrainConfig:
         fields.positive_ints(self, "steps", "batch_size", "seq_len", "eval_every", "eval_batches")
         fields.positive_ints(self, "checkpoint_every")
         fields.non_negative_ints(self, "warmup_steps", "seed")
+        if self.seed >= 2**63:
+            raise ConfigError(f"TrainConfig.seed must be below 2**63 (a torch seed), got {self.seed!r}")
         fields.positive_floats(self, "lr", "grad_clip")
         fields.non_negative_floats(self, "weight_decay", "min_lr_ratio")
         fields.one_of(self, "precision", ("fp32", "bf16"))
