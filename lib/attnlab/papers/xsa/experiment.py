@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, ClassVar
 import pandas as pd
 import torch
 
-from attnlab import paths
+from attnlab import paths, verified
 from attnlab.data import shards
 from attnlab.data.tasks import MultipleChoice, choice_logprobs, load_lambada, load_task
 from attnlab.data.tokenizer import Tokenizer
-from attnlab.errors import ParameterError, TrainingDiverged
+from attnlab.errors import CorruptFile, ParameterError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment, with_steps
 from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
@@ -104,7 +104,7 @@ def _record_threads(spec: RunSpec, device: torch.device) -> None:
     record = {"threads": torch.get_num_threads() if processes == 1 else None, "processes": processes}
     path = _threads_file(spec, device)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
+    verified.write_text(path, json.dumps(record))  # atomically, with its checksum
 
 
 def _train_in_worker(job: tuple[RunSpec, str, str, int | None]) -> None:
@@ -203,11 +203,17 @@ class XSAExperiment(PaperExperiment):
 
     def training_threads(self, spec: RunSpec) -> int | None:
         """The torch thread count the run ``spec`` was trained with; None where it is not known (a run trained
-        before the count was recorded, or by several processes)."""
+        before the count was recorded, or by several processes, or whose record fails its check: said, with
+        the file's name)."""
         path = _threads_file(spec, self.torch_device)
         if not path.is_file():
             return None
-        threads = json.loads(path.read_text()).get("threads")
+        try:
+            threads = json.loads(verified.read_text(path)).get("threads")
+        except (CorruptFile, ValueError, AttributeError) as err:
+            why = str(err) if isinstance(err, CorruptFile) else f"{path}: not a thread record ({err})"
+            print(f"{why}; its run's thread count is taken as unknown")
+            return None
         return None if threads is None else int(threads)
 
     def spec(
