@@ -132,6 +132,15 @@ def test_verdict_changes_are_matched_by_figure_and_claim():
         ("gone", "holds", "-"),
         ("added", "-", "not testable here"),
     }
+    # a claim judged once per model: rows matched in order, never each with each
+    per_model = pd.DataFrame(
+        {"figure": ["F"] * 3, "claim": ["c"] * 3, "verdict": ["holds", "holds", "holds"]}
+    )
+    moved = per_model.assign(verdict=["holds", "does not hold: x", "holds"])
+    assert [(r.old, r.new) for r in verdict_changes(per_model, moved).itertuples()] == [
+        ("holds", "does not hold")
+    ]
+    assert verdict_changes(per_model, per_model).empty
 
 
 @pytest.mark.parametrize(

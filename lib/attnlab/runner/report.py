@@ -232,13 +232,19 @@ def old_word(text: str) -> str:
 
 
 def verdict_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """Rows whose verdict word differs between two claims tables of one paper, matched by (figure, claim):
-    figure, claim, old word, new word (``-`` for a row present in one table only)."""
-    key = ["figure", "claim"]
-    before = old.assign(old=[old_word(v) for v in old["verdict"]])[[*key, "old"]]
-    after = new.assign(new=[old_word(v) for v in new["verdict"]])[[*key, "new"]]
+    """Rows whose verdict word differs between two claims tables of one paper, matched by (figure, claim)
+    and, where a claim has several rows (one per pretrained model), by their order: figure, claim, old word,
+    new word (``-`` for a row present in one table only)."""
+    key = ["figure", "claim", "occurrence"]
+
+    def words(table: pd.DataFrame, column: str) -> pd.DataFrame:
+        occurrence = table.groupby(["figure", "claim"], sort=False).cumcount()
+        words = [old_word(v) for v in table["verdict"]]
+        return table.assign(occurrence=occurrence, **{column: words})[[*key, column]]
+
+    before, after = words(old, "old"), words(new, "new")
     both = before.merge(after, on=key, how="outer").fillna("-")
-    return both[both["old"] != both["new"]].reset_index(drop=True)
+    return both[both["old"] != both["new"]].drop(columns="occurrence").reset_index(drop=True)
 
 
 def changes_markdown(scale: str, ref: str) -> str:
