@@ -5,6 +5,7 @@ query attention and non-zero biases)."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -195,3 +196,21 @@ def test_text_model_checks_its_parameters(kwargs, match, monkeypatch):
     monkeypatch.setattr(hf, "hub_offline", lambda: True)
     with pytest.raises(ParameterError, match=match):
         reuse.text_model(**kwargs)
+
+
+def test_a_tokenizers_output_is_read_and_a_padded_batch_refused(model, ids):
+    """A ``BatchEncoding`` (a dict with ``input_ids``) gives the same numbers as its ids; a batch padded to
+    one length is refused, never measured with its padding counted as text (it was accepted, mask ignored)."""
+    from transformers import BatchEncoding
+
+    ones = torch.ones_like(ids)
+    encoded = BatchEncoding({"input_ids": ids, "attention_mask": ones})
+    pd.testing.assert_frame_equal(reuse.forward_measures(model, encoded), reuse.forward_measures(model, ids))
+    padded = ones.clone()
+    padded[0, -3:] = 0
+    with pytest.raises(ValueError, match="padded batch"):
+        reuse.measure(model, {"input_ids": ids, "attention_mask": padded})
+    with pytest.raises(TypeError, match="return_tensors='pt'"):
+        reuse.forward_measures(model, {"input_ids": ids.tolist()})
+    with pytest.raises(TypeError, match="got str"):
+        reuse.forward_measures(model, "some text")

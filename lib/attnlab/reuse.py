@@ -28,7 +28,7 @@ the W analysed, and query/key norms (Qwen3, Gemma 3) are left out of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -181,10 +181,34 @@ def capture_heads(model: nn.Module, input_ids: torch.Tensor) -> dict[int, dict[s
 
 
 @torch.no_grad()
-def forward_measures(model: nn.Module, input_ids: torch.Tensor, batch_size: int = 8) -> pd.DataFrame:
+def token_ids(inputs: object) -> torch.Tensor:
+    """The (N, T) token ids of ``inputs``: a tensor, or a tokenizer's output (``BatchEncoding`` or a dict with
+    ``input_ids``, as ``tokenizer(texts, return_tensors="pt")`` gives). A batch padded to one length (an
+    ``attention_mask`` with zeros) is refused: the measures average over every position, and padding would
+    enter them as if it were text; pass sequences of one length, or one at a time."""
+    if isinstance(inputs, torch.Tensor):
+        return inputs
+    if isinstance(inputs, Mapping) and "input_ids" in inputs:
+        ids, mask = inputs["input_ids"], inputs.get("attention_mask")
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError("input_ids must be a tensor: tokenize with return_tensors='pt'")
+        if mask is not None and not bool(torch.as_tensor(mask).bool().all()):
+            raise ValueError(
+                "a padded batch (attention_mask has zeros) would count the padding as text: pass "
+                "sequences of one length, or one sequence at a time"
+            )
+        return ids
+    raise TypeError(
+        f"expected token ids (N, T) or a tokenizer's output with input_ids, got {type(inputs).__name__}"
+    )
+
+
+def forward_measures(model: nn.Module, input_ids: object, batch_size: int = 8) -> pd.DataFrame:
     """The forward-pass measures of :data:`COLUMNS` (similarity bias and the first token's attention and
-    contribution) of every layer over the sequences ``input_ids`` (N, T), averaged over queries i >= 1 (query
-    0 can attend only to itself), heads and sequences; one row per layer."""
+    contribution) of every layer over the sequences ``input_ids`` (N, T; or a tokenizer's output,
+    :func:`token_ids`), averaged over queries i >= 1 (query 0 can attend only to itself), heads and
+    sequences; one row per layer."""
+    input_ids = token_ids(input_ids)
     if input_ids.ndim != 2 or input_ids.shape[1] < 2:
         raise ValueError(f"input_ids must be (N, T) with T >= 2; got {tuple(input_ids.shape)}")
     device = next(model.parameters()).device
@@ -221,7 +245,7 @@ def weight_measures(model: nn.Module, seed: int = 0) -> pd.DataFrame:
     return means.reset_index()[["layer", "routing_energy", "routing_energy_random", "routing_stable_rank"]]
 
 
-def measure(model: nn.Module, input_ids: torch.Tensor, batch_size: int = 8) -> pd.DataFrame:
+def measure(model: nn.Module, input_ids: object, batch_size: int = 8) -> pd.DataFrame:
     """Every measure of :data:`COLUMNS`, one row per layer: :func:`forward_measures` over ``input_ids``
     (N, T) and :func:`weight_measures` of the weights."""
     frame = forward_measures(model, input_ids, batch_size).merge(weight_measures(model), on="layer")
