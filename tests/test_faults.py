@@ -11,6 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -453,3 +454,35 @@ def test_the_training_cli_answers_bad_input_with_a_message_not_a_traceback(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err
     assert re.search(message, err), err
+
+
+def test_a_full_disk_while_writing_figures_and_tables_names_the_file_and_leaves_the_old_one(
+    tmp_path, monkeypatch
+):
+    import errno
+
+    import matplotlib.pyplot as plt
+
+    from attnlab.runner import style
+    from attnlab.runner.claims import Claim, save_table, write_claims
+    from attnlab.runner.verdicts import HOLDS, Verdict
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    png = style.save_figure(fig, tmp_path, "fig1")
+    before = png.read_bytes()
+    write_claims([Claim("Fig. 1", "c", "p", "o", Verdict(HOLDS))], tmp_path, "T")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(verified.WriteFailed, match=r"fig1\.png \(.*No space left.*MiB free"):
+        style.save_figure(fig, tmp_path, "fig1")
+    with pytest.raises(verified.WriteFailed, match=r"claims\.csv"):
+        write_claims([], tmp_path, "T")
+    with pytest.raises(verified.WriteFailed, match=r"table\.csv"):
+        save_table(pd.DataFrame({"a": [1]}), tmp_path, "table", "T")
+    plt.close(fig)
+    assert png.read_bytes() == before and "Fig. 1" in (tmp_path / "claims.csv").read_text()  # old ones intact
+    assert not list(tmp_path.glob(".*.tmp"))  # nothing half-written left

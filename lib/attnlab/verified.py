@@ -38,7 +38,7 @@ class WriteFailed(OSError):
     """A file could not be written (most often a full disk): names the file and the space left."""
 
 
-def _atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
+def atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """``write(f)`` into a temporary sibling of ``path``, flushed to disk, then renamed over ``path``. A
     failed write (``torch.save`` reports a full disk as "inline_container ... unexpected pos") raises
     :class:`WriteFailed` naming ``path`` and the free space on its disk; nothing is left behind."""
@@ -94,9 +94,9 @@ def write_with(path: Path, write: Callable[[IO[bytes]], object]) -> str:
     hex SHA-256."""
     path = Path(path)
     record_path(path).unlink(missing_ok=True)  # never a new file beside an old record
-    _atomic(path, write)
+    atomic(path, write)
     digest, size = _digest(path)
-    _atomic(record_path(path), lambda f: f.write(f"{digest} {size}\n".encode()))
+    atomic(record_path(path), lambda f: f.write(f"{digest} {size}\n".encode()))
     return digest
 
 

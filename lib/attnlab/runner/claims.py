@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnlab import verified
 from attnlab.runner.stats import Estimate
 from attnlab.runner.verdicts import VERDICTS, Verdict
 
@@ -111,20 +112,24 @@ def write_claims(claims: list[Claim], folder: Path, title: str) -> pd.DataFrame:
     """Write ``claims.csv`` and ``claims.md`` into ``folder`` (``figures/<scale>/<paper>/``; at smoke scale
     the Markdown opens with ``SMOKE_NOTE``, which is also printed); return the table."""
     frame = claims_frame(claims)
-    folder.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(folder / "claims.csv", index=False)
     note = ""
     if folder.parent.name == "smoke":
         note = f"> {SMOKE_NOTE}\n\n"
         print(SMOKE_NOTE)
-    (folder / "claims.md").write_text(f"# {title}\n\n{note}{_markdown(frame)}")
+    _write(folder / "claims.csv", frame.to_csv(index=False))
+    _write(folder / "claims.md", f"# {title}\n\n{note}{_markdown(frame)}")
     return frame
+
+
+def _write(path: Path, text: str) -> None:
+    """``text`` into ``path`` atomically; a full disk is named with the file and the free space
+    (:func:`attnlab.verified.atomic`)."""
+    verified.atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def save_table(frame: pd.DataFrame, folder: Path, name: str, title: str) -> None:
     """A result table (e.g. Table 1, Table 2) as ``<name>.csv`` (floats to 10 significant digits) and
     ``<name>.md`` (to 4)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(folder / f"{name}.csv", float_format="%.10g")
+    _write(folder / f"{name}.csv", frame.to_csv(float_format="%.10g"))
     flat = frame.reset_index()
-    (folder / f"{name}.md").write_text(f"# {title}\n\n{_markdown(flat)}")
+    _write(folder / f"{name}.md", f"# {title}\n\n{_markdown(flat)}")

@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import seaborn as sns
 
+from attnlab import verified
 from attnlab.runner.stats import mean_interval
 
 #: One colour per concept, the same in every figure of every notebook (colour-blind-safe hues first):
@@ -73,8 +74,9 @@ def apply_style() -> None:
 
 def save_figure(fig: plt.Figure, folder: Path, name: str) -> Path:
     """Save ``fig`` as ``<folder>/<name>.png`` (150 dpi) and ``.pdf``; return the PNG path."""
-    folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{name}.png"
-    fig.savefig(png, dpi=150)
-    fig.savefig(folder / f"{name}.pdf", metadata={"CreationDate": None})  # no timestamp: reruns diff clean
+    # each atomically, a full disk named with the file and the free space (attnlab.verified.atomic)
+    verified.atomic(png, lambda f: fig.savefig(f, format="png", dpi=150))
+    no_date = {"CreationDate": None}  # no timestamp: reruns diff clean
+    verified.atomic(folder / f"{name}.pdf", lambda f: fig.savefig(f, format="pdf", metadata=no_date))
     return png
