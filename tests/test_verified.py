@@ -67,8 +67,8 @@ def test_a_rewrite_never_leaves_the_old_record_beside_new_bytes(tmp_path, monkey
     def crash(*args):
         raise KeyboardInterrupt  # interrupted after the data was replaced, before its record was written
 
-    real = verified._atomic
-    monkeypatch.setattr(verified, "_atomic", lambda p, d: real(p, d) if p == path else crash())
+    real = verified.atomic
+    monkeypatch.setattr(verified, "atomic", lambda p, d: real(p, d) if p == path else crash())
     with pytest.raises(KeyboardInterrupt):
         verified.write_bytes(path, b"new")
     assert path.read_bytes() == b"new"
