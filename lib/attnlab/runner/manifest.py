@@ -8,8 +8,9 @@ unlisted file is shown as incomplete, with what is wrong, never dropped and neve
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
+
+from attnlab.data.artifacts import sha256_file
 
 MANIFEST = "MANIFEST.sha256"
 
@@ -20,13 +21,9 @@ def _files(folder: Path) -> list[str]:
     )
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def write(folder: Path) -> None:
     """Record the SHA-256 of every file of ``folder`` in its manifest (written atomically)."""
-    lines = [f"{_sha256(folder / name)}  {name}\n" for name in _files(folder)]
+    lines = [f"{sha256_file(folder / name)}  {name}\n" for name in _files(folder)]
     tmp = folder / f".{MANIFEST}.tmp"
     tmp.write_text("".join(lines))
     tmp.replace(folder / MANIFEST)
@@ -46,7 +43,7 @@ def problems(folder: Path) -> list[str]:
     for name, digest in listed.items():
         if not (folder / name).is_file():
             found.append(f"{name} is missing")
-        elif _sha256(folder / name) != digest:
+        elif sha256_file(folder / name) != digest:
             found.append(f"{name} was changed after publishing")
     found += [f"{name} was added after publishing" for name in _files(folder) if name not in listed]
     return found
