@@ -29,8 +29,8 @@ def test_error_rates_stay_within_the_bound(table):
 
 
 def test_power_at_the_printed_detectable_effect_is_about_80_percent(table):
-    power = table[(table["checks"] == "power") & table["rule"].str.match(r"(mean|paired|slope)")]
-    assert len(power) >= 6
+    power = table[(table["checks"] == "power") & table["rule"].str.match(r"(mean|paired|slope|all of)")]
+    assert len(power) >= 10
     assert power["rate"].between(0.7, 0.9).all(), power[["rule", "rate"]]
 
 

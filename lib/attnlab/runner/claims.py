@@ -7,17 +7,27 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from attnlab import verified
 from attnlab.runner.stats import Estimate
-from attnlab.runner.verdicts import VERDICTS, Verdict
+from attnlab.runner.verdicts import ALPHA_SIDE, HOLDS, VERDICTS, Verdict
 
 #: The columns of every claims table, in order (``docs/verdicts.md`` says what each means).
 COLUMNS = (
-    "figure", "claim", "paper", "ours", "verdict", "reason", "estimate", "low", "high", "n", "null", "margin",
-    "detectable", "rule",
+    "figure", "claim", "paper", "ours", "verdict", "reason", "estimate", "low", "high", "n", "unit", "null",
+    "margin", "detectable", "rule", "p", "q",
 )  # fmt: skip
+
+#: The units of replication a claim may rest on (the ``unit`` column): where the claim lives, and so what its
+#: ``n`` counts. A training claim rests on trained models (seeds), a claim about "every pretrained model" on
+#: models, a depth trend of one model on its layers; ``repeat`` is a timing repeat within one process;
+#: ``none`` a deterministic quantity (an identity, a count, a simulation without noise).
+UNITS = ("trained model", "pretrained model", "layer", "head", "window", "item", "repeat", "none")
+
+#: The false-discovery level of the ``q`` column's Benjamini-Hochberg step.
+FDR = 0.05
 
 
 @dataclass(frozen=True)
@@ -31,10 +41,13 @@ class Claim:
     paper: str  # the paper's number(s)
     ours: str  # what this run measured
     verdict: Verdict
+    unit: str = ""  # what n counts: one of UNITS (every row of a paper's table names one)
 
     def __post_init__(self) -> None:
         if not isinstance(self.verdict, Verdict):
             raise ValueError(f"a claim's verdict must be a Verdict (one of {VERDICTS}); got {self.verdict!r}")
+        if self.unit and self.unit not in UNITS:
+            raise ValueError(f"a claim's unit must be one of {UNITS}; got {self.unit!r}")
 
     def row(self) -> dict[str, object]:
         """The claims-table row: the texts, then the verdict's word, reason and evidence."""
@@ -42,7 +55,8 @@ class Claim:
         return {
             "figure": self.figure, "claim": self.claim, "paper": self.paper, "ours": self.ours,
             "verdict": v.word, "reason": v.why, "estimate": v.estimate, "low": v.low, "high": v.high,
-            "n": v.n or None, "null": v.null, "margin": v.margin, "detectable": v.detectable, "rule": v.rule,
+            "n": v.n or None, "unit": self.unit, "null": v.null, "margin": v.margin,
+            "detectable": v.detectable, "rule": v.rule, "p": v.p, "q": math.nan,
         }  # fmt: skip
 
 
@@ -81,8 +95,36 @@ def interval(value: Verdict | Estimate, digits: int = 4) -> str:
     return f"{signed(mean, digits)} [{value.low:+.{digits}f}, {value.high:+.{digits}f}]"
 
 
+def bh_q(p: pd.Series) -> pd.Series:
+    """Benjamini-Hochberg q-values of the finite p-values in ``p`` (NaN elsewhere): the smallest false
+    discovery rate at which each row's claim would be among the discoveries of its table."""
+    finite = p.dropna()
+    q = pd.Series(math.nan, index=p.index, dtype=float)
+    m = len(finite)
+    if not m:
+        return q
+    order = finite.sort_values(kind="stable")
+    ranked = order.to_numpy() * m / np.arange(1, m + 1)
+    q[order.index] = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    return q
+
+
 def claims_frame(claims: list[Claim]) -> pd.DataFrame:
-    return pd.DataFrame([c.row() for c in claims], columns=list(COLUMNS)).astype({"n": "Int64"})
+    """The table of ``claims``, with each row's Benjamini-Hochberg ``q`` over the table's p-values."""
+    frame = pd.DataFrame([c.row() for c in claims], columns=list(COLUMNS)).astype({"n": "Int64"})
+    frame["q"] = bh_q(frame["p"].astype(float))
+    return frame
+
+
+def by_chance(frame: pd.DataFrame) -> tuple[int, float, int]:
+    """How a table stands against chance: the number of rows with a test (a p-value), how many decisive words
+    ("holds" or "does not hold") they would show by chance alone if every claim sat at its null (2.5% of
+    each per row, 5% in all), and how many "holds" rows survive Benjamini-Hochberg at ``FDR``."""
+    tested = frame["p"].notna() if "p" in frame else pd.Series(False, index=frame.index)
+    survive = (
+        int(((frame["verdict"] == HOLDS) & (frame.get("q", math.nan) <= FDR)).sum()) if "q" in frame else 0
+    )
+    return int(tested.sum()), 2 * ALPHA_SIDE * int(tested.sum()), survive
 
 
 def _cell(value: object) -> str:

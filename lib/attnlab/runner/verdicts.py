@@ -26,11 +26,12 @@ threshold, Wilson interval), :func:`every_unit` ("in every layer": an intersecti
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypedDict, TypeVar, Unpack
 
 import numpy as np
+from scipy import special
 
 from attnlab.runner.stats import LEVEL, binomial_interval, mean_interval, t_quantile, z_quantile
 
@@ -40,6 +41,7 @@ INCONCLUSIVE = "inconclusive"
 NOT_TESTABLE = "not testable here"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE)
 POWER = 0.80  # the detectable effect: the smallest true effect a rule calls "holds" this often
+ALPHA_SIDE = (1 - LEVEL) / 2  # each word's error at its boundary: a 95% interval is two one-sided 2.5% tests
 
 Side = Literal["above", "below"]
 K = TypeVar("K", bound=Hashable)  # the name of a unit (seed, window, layer)
@@ -54,6 +56,8 @@ SHARE = "share: 95% Wilson interval vs threshold"
 EVERY = "every unit: each 95% interval clears the null; one refutes at 95%/k"
 EXACT = "exact: a deterministic value vs a fixed bound"
 GATE = "gate: the model must beat its trivial baseline"
+RANK = "rank among many draws of the null: Monte Carlo p < 2.5% on either side"
+ORDER = "slope over layers vs the slopes of permuted layer orders: p < 2.5% on either side"
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,14 @@ class Verdict:
     margin: float = math.nan
     detectable: float = math.nan
     rule: str = ""
+    #: One-sided p-value of the claim against its null (small: evidence that it holds; "holds" <=> p < 2.5%
+    #: for every interval rule); NaN where no test was run (not testable, exact, gates).
+    p: float = math.nan
+    #: One-sided p-value of the refuting test ("does not hold" <=> p_refute < 2.5%), NaN where there is none.
+    p_refute: float = math.nan
+    #: The detectable effect at another power (``power -> effect``): composite rules ask each part for the
+    #: power it needs so that the whole row reaches 80%. Not part of the evidence a row prints.
+    power_effect: Callable[[float], float] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.word not in VERDICTS:
@@ -92,6 +104,19 @@ class VerdictEvidence(TypedDict, total=False):
     margin: float
     detectable: float
     rule: str
+    p: float
+    p_refute: float
+    power_effect: Callable[[float], float] | None
+
+
+def t_tail(t: float, df: int) -> float:
+    """P(T >= t) for Student's t with ``df`` degrees of freedom (a one-sided p-value)."""
+    return float(special.stdtr(df, -t))
+
+
+def z_tail(z: float) -> float:
+    """P(Z >= z) for the standard normal (a one-sided p-value)."""
+    return float(special.ndtr(-z))
 
 
 def not_testable(why: str, **evidence: Unpack[VerdictEvidence]) -> Verdict:
@@ -142,13 +167,21 @@ def mean_rule(
         return Verdict(NOT_TESTABLE, degenerate, mean, n=len(xs), null=null, margin=margin, rule=MEAN)
     est = mean_interval(xs)
     df = est.n - 1
-    detectable = smallest + (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(POWER, df)) * est.sd / math.sqrt(
-        est.n
-    )
+    se = est.sd / math.sqrt(est.n)
+
+    def power_effect(power: float) -> float:
+        return smallest + (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(power, df)) * se
+
+    d = _toward(est.mean, side, null)
+    p_refute = t_tail(-d / se, df)  # the mean far on the other side
+    if math.isfinite(margin):  # or inside +-margin: two one-sided tests
+        p_refute = min(p_refute, max(t_tail((d + margin) / se, df), t_tail((margin - d) / se, df)))
     evidence: VerdictEvidence = {
         "estimate": est.mean, "low": est.low, "high": est.high, "n": est.n, "null": null, "margin": margin,
-        "detectable": detectable, "rule": MEAN,
+        "detectable": power_effect(POWER), "rule": MEAN, "p": t_tail((d - smallest) / se, df),
+        "p_refute": p_refute, "power_effect": power_effect,
     }  # fmt: skip
+    detectable = evidence["detectable"]
     near, far = sorted((_toward(est.low, side, null), _toward(est.high, side, null)))
     if near > smallest:
         extra = f" by more than the smallest effect of interest {smallest:g}" if smallest else ""
@@ -210,12 +243,19 @@ def equivalence_rule(values: Values, margin: float, null: float = 0.0) -> Verdic
                        rule=EQUIVALENCE)  # fmt: skip
     est = mean_interval(xs)
     df = est.n - 1
-    detectable = (
-        (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(1 - (1 - POWER) / 2, df)) * est.sd / math.sqrt(est.n)
-    )
+    se = est.sd / math.sqrt(est.n)
+
+    def power_effect(power: float) -> float:
+        return (t_quantile(0.5 + LEVEL / 2, df) + t_quantile(1 - (1 - power) / 2, df)) * se
+
+    d = est.mean - null
+    detectable = power_effect(POWER)
     evidence: VerdictEvidence = {
         "estimate": est.mean, "low": est.low, "high": est.high, "n": est.n, "null": null, "margin": margin,
         "detectable": detectable, "rule": EQUIVALENCE,
+        "p": max(t_tail((d + margin) / se, df), t_tail((margin - d) / se, df)),  # inside: both one-sided
+        "p_refute": min(t_tail((d - margin) / se, df), t_tail(-(d + margin) / se, df)),  # outside, one side
+        "power_effect": power_effect,
     }  # fmt: skip
     if null - margin < est.low and est.high < null + margin:
         return Verdict(HOLDS, f"the 95% interval lies inside the margin +-{margin:g}", **evidence)
@@ -279,14 +319,21 @@ def share_rule(successes: int, n: int, threshold: float, side: Side = "above") -
         return not_testable("no units to count", n=0, null=threshold, rule=SHARE)
     est = binomial_interval(successes, n)
     spread = threshold * (1 - threshold)
-    detectable = (
-        (z_quantile(0.5 + LEVEL / 2) + z_quantile(POWER)) * math.sqrt(spread / n) if spread else 3 / n
-    )
+
+    def power_effect(power: float) -> float:
+        return (z_quantile(0.5 + LEVEL / 2) + z_quantile(power)) * math.sqrt(spread / n) if spread else 3 / n
+
+    near, far = sorted((_toward(est.low, side, threshold), _toward(est.high, side, threshold)))
+    if spread:  # the score test the Wilson interval inverts
+        z = _toward(est.mean, side, threshold) / math.sqrt(spread / n)
+        p, p_refute = z_tail(z), z_tail(-z)
+    else:  # a threshold of 0 or 1: a single unit past it decides
+        p, p_refute = (0.0 if near > 0 else 1.0), (0.0 if far < 0 else 1.0)
+    detectable = power_effect(POWER)
     evidence: VerdictEvidence = {
         "estimate": est.mean, "low": est.low, "high": est.high, "n": n, "null": threshold,
-        "detectable": detectable, "rule": SHARE,
+        "detectable": detectable, "rule": SHARE, "p": p, "p_refute": p_refute, "power_effect": power_effect,
     }  # fmt: skip
-    near, far = sorted((_toward(est.low, side, threshold), _toward(est.high, side, threshold)))
     if near > 0:
         return Verdict(HOLDS, "the 95% interval excludes the threshold", **evidence)
     if far < 0:
@@ -324,6 +371,11 @@ def every_unit(values_by_unit: Mapping[K, Values], side: Side, null: float = 0.0
     else:
         worst_unit, evidence = None, {}
     evidence |= {"n": k, "null": null, "rule": EVERY}
+    if len(testable) == k:  # intersection-union: the largest p; a refutation Bonferroni-adjusted over k units
+        evidence |= {
+            "p": max(w.p for w in testable),
+            "p_refute": min(1.0, k * min(w.p_refute for w in testable)),
+        }
     names = lambda units: ", ".join(map(str, units))  # noqa: E731
     if refuted:  # the evidence shown is the refuting unit's, whose interval lies on the other side
         r = verdicts[refuted[0]]
@@ -381,3 +433,91 @@ def gated(gate: Verdict | None, verdict: Verdict, who: str = "") -> Verdict:
     if gate.word != NOT_TESTABLE:
         raise ValueError(f"a gate is None or not testable; got {gate.word!r}")
     return replace(gate, why=f"{who}: {gate.why}" if who else gate.why)
+
+
+def _monte_carlo(observed: float, draws: np.ndarray, side: Side, null: float) -> tuple[float, float]:
+    """One-sided Monte Carlo p-values of ``observed`` among ``draws`` of the null (the observation counted
+    among them, so a p-value is never 0): towards ``side`` (the claim) and away from it (the refutation)."""
+    here = _toward(observed, side, null)
+    towards = (draws - null) if side == "above" else (null - draws)
+    n = len(draws)
+    return float((1 + (towards >= here).sum()) / (n + 1)), float((1 + (towards <= here).sum()) / (n + 1))
+
+
+def rank_rule(observed: float, draws: Values, side: Side, *, what: str = "the value") -> Verdict:
+    """A statistic of one fixed model against its distribution under a null that can be drawn many times
+    (random weights of the same shapes, shuffled keys): holds when ``observed`` lies beyond all but 2.5% of
+    ``draws`` on the claimed side (Monte Carlo p < 2.5%), does not hold when it lies as far on the other side.
+    The row shows the observed value, the null's median as ``null`` and the null's central 95% as the
+    interval, n = draws. Never one draw: with fewer than 79 draws the p-value cannot reach 2.5%, and the row
+    is not testable. ``detectable``: the distance from the median to the null's 97.5% (or 2.5%) quantile,
+    which an observation must pass."""
+    xs = np.asarray(draws, float)
+    if len(xs) < 79:
+        return not_testable(
+            f"{len(xs)} draws of the null; a 2.5% Monte Carlo test needs 79",
+            estimate=observed,
+            n=len(xs),
+            rule=RANK,
+        )
+    if not (math.isfinite(observed) and np.isfinite(xs).all()):
+        return not_testable(f"{what} or a draw of its null is not finite", n=len(xs), rule=RANK)
+    median = float(np.median(xs))
+    low, high = (float(q) for q in np.quantile(xs, [ALPHA_SIDE, 1 - ALPHA_SIDE]))
+    p, p_refute = _monte_carlo(observed, xs, side, median)
+    edge = high if side == "above" else low
+    evidence: VerdictEvidence = {
+        "estimate": observed,
+        "low": low,
+        "high": high,
+        "n": len(xs),
+        "null": median,
+        "detectable": abs(edge - median),
+        "rule": RANK,
+        "p": p,
+        "p_refute": p_refute,
+    }
+    if p < ALPHA_SIDE:
+        return Verdict(
+            HOLDS, f"{what} {observed:.3g} lies beyond all but {p:.1%} of {len(xs)} null draws", **evidence
+        )
+    if p_refute < ALPHA_SIDE:
+        return Verdict(
+            DOES_NOT_HOLD,
+            f"{what} {observed:.3g} lies on the other side of all but {p_refute:.1%} of {len(xs)} null draws",
+            **evidence,
+        )
+    return Verdict(
+        INCONCLUSIVE,
+        f"{what} {observed:.3g} lies inside the null's central 95% [{low:.3g}, {high:.3g}]",
+        **evidence,
+    )
+
+
+def order_rule(x: Values, y: Values, side: Side, *, permutations: int = 9999, seed: int = 0) -> Verdict:
+    """A trend over the layers of one fixed model ("grows with depth"): the least-squares slope of ``y`` (one
+    value per layer, e.g. a mean over windows) against ``x`` (the layer index), judged against the slopes of
+    ``permutations`` seeded random reorderings of the layers (the null: no relation between depth and y).
+    The layers are the units, never the windows behind each value. holds: the slope lies beyond all but 2.5%
+    of the permuted slopes on the claimed side; does not hold: as far on the other side; not testable with
+    fewer than 4 layers (4! = 24 orders cannot reach 2.5%) or a constant y. Interval: the permuted slopes'
+    central 95%; ``detectable``: its half-width on the claimed side."""
+    xs, ys = np.asarray(x, float), np.asarray(y, float)
+    if xs.shape != ys.shape:
+        raise ValueError(f"order_rule(): {len(xs)} x values, {len(ys)} y values")
+    if len(xs) < 4:
+        return not_testable(f"{len(xs)} layers; a permutation trend needs 4", n=len(xs), null=0.0, rule=ORDER)
+    if not np.isfinite(ys).all():
+        return not_testable("a value is not finite", n=len(xs), null=0.0, rule=ORDER)
+    if ys.max() == ys.min():
+        return not_testable(f"no spread between the {len(ys)} layers", n=len(xs), null=0.0, rule=ORDER)
+    dx = xs - xs.mean()
+
+    def slope(values: np.ndarray) -> np.ndarray:
+        return (values - values.mean(axis=-1, keepdims=True)) @ dx / (dx @ dx)
+
+    rng = np.random.default_rng(seed)
+    shuffled = slope(rng.permuted(np.tile(ys, (permutations, 1)), axis=1))
+    observed = float(slope(ys))
+    verdict = rank_rule(observed, shuffled, side, what="the slope")
+    return replace(verdict, null=0.0, n=len(xs), rule=ORDER, estimate=observed)

@@ -1,0 +1,120 @@
+"""The rules added for claims made of parts and for fixed models: p-values that agree with the words, the
+Holm step of all_of, Monte Carlo and permutation rules, Benjamini-Hochberg q, the threshold registry."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnlab.runner import thresholds
+from attnlab.runner import verdicts as v
+from attnlab.runner.claims import Claim, bh_q, by_chance, claims_frame
+from attnlab.runner.composite import all_of
+
+
+@pytest.mark.parametrize("effect", [-1.5, -0.5, 0.0, 0.5, 1.5])
+def test_p_values_agree_with_the_words(effect: float) -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        xs = rng.normal(effect, 1.0, 6)
+        for side in ("above", "below"):
+            r = v.mean_rule(xs, side)
+            assert (r.word == v.HOLDS) == (r.p < v.ALPHA_SIDE)
+            assert (r.word == v.DOES_NOT_HOLD) == (r.p_refute < v.ALPHA_SIDE)
+        e = v.equivalence_rule(xs, 1.0)
+        assert (e.word == v.HOLDS) == (e.p < v.ALPHA_SIDE)
+        assert (e.word == v.DOES_NOT_HOLD) == (e.p_refute < v.ALPHA_SIDE)
+        k = int(rng.binomial(40, 0.5 + effect / 4))
+        s = v.share_rule(k, 40, 0.5)
+        assert (s.word == v.HOLDS) == (s.p < v.ALPHA_SIDE)
+        assert (s.word == v.DOES_NOT_HOLD) == (s.p_refute < v.ALPHA_SIDE)
+
+
+def test_the_margin_refutes_through_p_refute() -> None:
+    r = v.mean_rule([0.01, -0.01, 0.02, 0.0, 0.01], "above", margin=0.1)
+    assert r.word == v.DOES_NOT_HOLD and r.p_refute < v.ALPHA_SIDE
+    assert r.power_effect is not None and r.power_effect(0.9) > r.detectable
+
+
+def _part(p_refute: float, word: str = v.INCONCLUSIVE, p: float = 0.5) -> v.Verdict:
+    return v.Verdict(word, "x", 1.0, 0.0, 2.0, 5, 0.0, p=p, p_refute=p_refute)
+
+
+def test_all_of_refutes_only_past_holm() -> None:
+    # a part that refutes at its own 2.5% but not at 2.5% / 3 leaves a claim of three parts undecided
+    weak = _part(0.02, v.DOES_NOT_HOLD, p=0.98)
+    held = _part(0.99, v.HOLDS, p=0.001)
+    assert all_of({"a": held, "b": weak, "c": held}).word == v.INCONCLUSIVE
+    strong = _part(0.005, v.DOES_NOT_HOLD, p=0.995)
+    out = all_of({"a": held, "b": strong, "c": held})
+    assert out.word == v.DOES_NOT_HOLD and "b refutes" in out.why and math.isclose(out.p_refute, 0.015)
+    both = all_of({"a": held, "b": _part(0.9, v.HOLDS, p=0.01)})
+    assert both.word == v.HOLDS and both.p == 0.01  # the intersection-union p is the largest
+
+
+def test_all_of_exact_parts_refute_by_word() -> None:
+    exact = v.exact_rule(2.0, 1.0, "below", n=1)
+    held = _part(0.99, v.HOLDS, p=0.001)
+    assert all_of({"exact": exact, "held": held}).word == v.DOES_NOT_HOLD
+
+
+def test_all_of_detectable_asks_each_part_for_more_power() -> None:
+    rng = np.random.default_rng(1)
+    a = v.mean_rule(rng.normal(1.0, 1.0, 5), "above")
+    b = v.mean_rule(rng.normal(1.0, 1.0, 5), "above")
+    whole = all_of({"a": a, "b": b})
+    assert whole.detectable > a.detectable  # 0.8 ** (1/2) = 0.894 power per part
+
+
+def test_rank_rule_needs_many_draws_and_reads_both_sides() -> None:
+    draws = np.random.default_rng(2).normal(0.0, 1.0, 500)
+    assert v.rank_rule(5.0, draws[:50], "above").word == v.NOT_TESTABLE  # one draw or a few never decide
+    assert v.rank_rule(5.0, draws, "above").word == v.HOLDS
+    assert v.rank_rule(-5.0, draws, "above").word == v.DOES_NOT_HOLD
+    assert v.rank_rule(0.0, draws, "above").word == v.INCONCLUSIVE
+
+
+def test_order_rule_permutes_layers() -> None:
+    layers = np.arange(12.0)
+    assert v.order_rule(layers, layers, "above").word == v.HOLDS
+    assert v.order_rule(layers, -layers, "above").word == v.DOES_NOT_HOLD
+    assert v.order_rule(layers[:3], layers[:3], "above").word == v.NOT_TESTABLE
+    assert v.order_rule(layers, np.ones(12), "above").word == v.NOT_TESTABLE
+    zigzag = np.array([0, 1] * 6, float)  # no trend: a slope of ~0 that a window-level test would call real
+    assert v.order_rule(layers, zigzag, "above").word == v.INCONCLUSIVE
+
+
+def test_bh_q_matches_a_hand_computation() -> None:
+    q = bh_q(pd.Series([0.01, 0.04, 0.03, math.nan, 0.2]))
+    assert q.round(4).tolist()[:3] == [0.04, 0.0533, 0.0533] and math.isnan(q[3]) and q[4] == 0.2
+
+
+def test_claims_table_carries_unit_p_q_and_chance() -> None:
+    rows = [Claim("Fig. 1", "c", "p", "o", v.mean_rule([1.0, 1.1, 0.9], "above"), unit="trained model"),
+            Claim("Fig. 2", "c", "p", "o", v.not_testable("floor"), unit="layer")]  # fmt: skip
+    frame = claims_frame(rows)
+    assert frame["unit"].tolist() == ["trained model", "layer"] and frame["p"].notna().tolist() == [
+        True,
+        False,
+    ]
+    tested, expected, survive = by_chance(frame)
+    assert (tested, survive) == (1, 1) and math.isclose(expected, 0.05)
+    with pytest.raises(ValueError, match="unit"):
+        Claim("Fig. 1", "c", "p", "o", v.not_testable("x"), unit="seed")
+
+
+def test_threshold_registry() -> None:
+    for key, t in thresholds.REGISTRY.items():
+        assert key == t.key and key.split(".")[0] in {"xsa", "qk_speed", "contribution_weights", "sd_routing",
+                                                      "synthesis"}  # fmt: skip
+        assert len(t.fixed_in) >= 7 and len(t.first_table) >= 7
+    anti = thresholds.REGISTRY["contribution_weights.ANTI_ALIGNMENT"]
+    assert anti.posthoc and not thresholds.REGISTRY["qk_speed.LEARNS_AGREEMENT"].posthoc
+    at, plain = v.mean_rule([-0.05, -0.06, -0.04], "below", -0.1), v.mean_rule([-0.05, -0.06, -0.04], "below")
+    out = thresholds.posthoc(anti.key, at, plain)
+    assert out.word == at.word and "98cea2c" in out.why and "plain null (0): holds" in out.why
+    with pytest.raises(KeyError, match="register"):
+        thresholds.value("xsa.NOPE")
