@@ -4,6 +4,7 @@ Holm step of all_of, Monte Carlo and permutation rules, Benjamini-Hochberg q, th
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -118,3 +119,9 @@ def test_threshold_registry() -> None:
     assert out.word == at.word and "98cea2c" in out.why and "plain null (0): holds" in out.why
     with pytest.raises(KeyError, match="register"):
         thresholds.value("xsa.NOPE")
+
+
+def test_the_docs_print_the_registry() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "verdicts.md").read_text()
+    block = text.split(thresholds.BLOCK_START)[1].split(thresholds.BLOCK_END)[0]
+    assert block.strip() == thresholds.markdown().strip()

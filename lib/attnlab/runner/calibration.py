@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from attnlab.runner import verdicts as v
-from attnlab.runner.composite import all_of
+from attnlab.runner.composite import ALL_OF, all_of
 from attnlab.runner.stats import LEVEL, t_quantile
 
 SIMULATIONS = 4000
@@ -196,6 +196,23 @@ def fixed_model_scenarios() -> list[Scenario]:
         ),
         Scenario("order (24 layers)", "slope = 0.1 sd per layer", (), lambda r: ordered(r, layers24, 0.1)),
     ]
+
+
+#: The calibration rows of each rule a claims row may name (its ``rule`` column starts with the key); rules
+#: without sampling error (gates, exact values, sanity checks) have no error rate to calibrate.
+FAMILIES = {
+    v.MEAN: "mean", v.PAIRED: "paired", v.EQUIVALENCE: "equivalence", v.SLOPE: "slope", v.SHARE: "share",
+    v.EVERY: "every unit", v.RANK: "rank", v.ORDER: "order", ALL_OF.split("{")[0]: "all of",
+}  # fmt: skip
+UNSAMPLED = (v.EXACT, "gate", "sanity check")
+
+
+def family(rule: str) -> str | None:
+    """The calibration rows (``rule`` column of :func:`calibrate`) that cover a claims row's ``rule``; "" for
+    a rule without sampling error; None for a rule the calibration does not cover."""
+    if rule.startswith(UNSAMPLED):
+        return ""
+    return next((name for prefix, name in FAMILIES.items() if rule.startswith(prefix)), None)
 
 
 def calibrate(simulations: int = SIMULATIONS, seed: int = SEED) -> pd.DataFrame:

@@ -24,7 +24,7 @@ import pandas as pd
 from attnlab import paths
 from attnlab.papers.experiment import PARAMS_FILE, RUN_SEPARATOR
 from attnlab.runner import manifest
-from attnlab.runner.claims import COLUMNS, SMOKE_NOTE
+from attnlab.runner.claims import COLUMNS, FDR, SMOKE_NOTE, by_chance
 from attnlab.runner.verdicts import VERDICTS
 
 #: The column names of the overview, one per verdict word.
@@ -94,9 +94,20 @@ def figure_file(folder: Path, figure: str) -> str | None:
     return matches[0].name if len(matches) == 1 else None
 
 
+#: The columns added with the calibrated composite rule, the unit of replication and the p / q values.
+CALIBRATED_COLUMNS = ("unit", "p", "q")
+
+
 def judged_by_the_rule(frame: pd.DataFrame) -> bool:
-    """Whether a claims table was judged by the shared decision rule (it has every column the rule writes);
-    a table written before it has free-text verdicts and is reported as not re-judged, never counted."""
+    """Whether a claims table was judged by the shared decision rule (it has every column the rule writes but
+    the calibrated ones, :data:`CALIBRATED_COLUMNS`); a table written before it has free-text verdicts and is
+    reported as not re-judged, never counted."""
+    return set(COLUMNS) - set(CALIBRATED_COLUMNS) <= set(frame.columns)
+
+
+def calibrated(frame: pd.DataFrame) -> bool:
+    """Whether a claims table was judged with the calibrated composite rule and names each row's unit (it has
+    every column); an older table is counted, with :data:`UNCALIBRATED` beside its counts."""
     return set(COLUMNS) <= set(frame.columns)
 
 
@@ -104,6 +115,19 @@ NOT_REJUDGED = (
     "judged by the rule used before docs/verdicts.md; not re-judged yet (its free-text verdicts are not "
     "counted): re-run the notebook at this scale"
 )
+UNCALIBRATED = (
+    "judged before composite claims had a calibrated rule and rows named their unit: a composite row may "
+    "err more often than 5 %; no p-values"
+)
+
+
+def chance_cell(frame: pd.DataFrame) -> str:
+    """The overview's chance column: of the rows with a test, how many decisive words (holds, does not hold)
+    chance alone would give if every claim sat at its null, and how many holds survive Benjamini-Hochberg."""
+    if not calibrated(frame):
+        return UNCALIBRATED
+    tested, expected, survive = by_chance(frame)
+    return f"{tested} tested: ~{expected:.1f} decisive by chance; {survive} holds with q <= {FDR:g}"
 
 
 def overview(scale: str, link_root: str = "", folders: list[Path] | None = None) -> str:
@@ -111,21 +135,22 @@ def overview(scale: str, link_root: str = "", folders: list[Path] | None = None)
     runs), how many of its claims hold, do not hold, are inconclusive and are not testable here, linking its
     claims table (paths relative to ``link_root``). A table not judged by the shared rule is listed without
     counts."""
-    lines = ["| paper | " + " | ".join(VERDICT_COLUMNS.values()) + " | claims |", "|---" * 6 + "|"]
+    head = "| paper | " + " | ".join(VERDICT_COLUMNS.values()) + " | claims | against chance |"
+    lines = [head, "|---" * 7 + "|"]
     for folder in paper_folders(scale) if folders is None else folders:
         why = incomplete(folder)
         if why:
-            lines.append(f"| {folder.name} | incomplete, not counted: {_cell(why)} |  |  |  |  |")
+            lines.append(f"| {folder.name} | incomplete, not counted: {_cell(why)} |  |  |  |  |  |")
             continue
         frame = pd.read_csv(folder / "claims.csv")
         if not judged_by_the_rule(frame):
             link = f"{link_root}{folder.name}/claims.md"
-            lines.append(f"| {folder.name} | {NOT_REJUDGED} |  |  |  | [{len(frame)} claims]({link}) |")
+            lines.append(f"| {folder.name} | {NOT_REJUDGED} |  |  |  | [{len(frame)} claims]({link}) |  |")
             continue
         words = [verdict_word(v) for v in frame["verdict"]]
         counts = " | ".join(str(words.count(w)) for w in VERDICT_COLUMNS)
         link = f"{link_root}{folder.name}/claims.md"
-        lines.append(f"| {folder.name} | {counts} | [{len(words)} claims]({link}) |")
+        lines.append(f"| {folder.name} | {counts} | [{len(words)} claims]({link}) | {chance_cell(frame)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -162,15 +187,25 @@ def claims_section(folder: Path) -> str:
         "",
         run_line(folder),
         "",
-        "| verdict | figure | claim | ours | reason | estimate [95% interval] | detectable |",
-        "|---|---|---|---|---|---|---|",
+        "| verdict | figure | claim | ours | reason | estimate [95% interval] | unit | detectable | q |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for _, row in frame.iterrows():
         word = verdict_word(row["verdict"])
         image = figure_file(folder, str(row["figure"]))
         figure = f"[{row['figure']}]({folder.name}/{image})" if image else _cell(row["figure"])
         detectable = "" if pd.isna(row["detectable"]) else f"{row['detectable']:.3g}"
-        cells = [_cell(row["claim"]), _cell(row["ours"]), _cell(row["reason"]), _evidence(row), detectable]
+        q = "" if pd.isna(row.get("q", float("nan"))) else f"{row['q']:.2g}"
+        unit = _cell(row.get("unit", ""))
+        cells = [
+            _cell(row["claim"]),
+            _cell(row["ours"]),
+            _cell(row["reason"]),
+            _evidence(row),
+            unit,
+            detectable,
+            q,
+        ]
         lines.append(f"| **{word}** | {figure} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

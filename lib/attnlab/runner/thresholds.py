@@ -12,7 +12,10 @@ figures/cpu/<paper>/claims.csv``; ``docs/verdicts.md`` prints the registry.
 
 from __future__ import annotations
 
+import argparse
+import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 from attnlab.runner.verdicts import Verdict
@@ -354,3 +357,32 @@ def markdown() -> str:
             f"{t.seen_before or '-'} | {'yes' if t.posthoc else 'no'} |"
         )
     return "\n".join(lines) + "\n"
+
+
+BLOCK_START = "<!-- thresholds:start (python -m attnlab.runner.thresholds --write docs/verdicts.md) -->"
+BLOCK_END = "<!-- thresholds:end -->"
+
+
+def write_docs(path: Path) -> bool:
+    """Replace the registry block of ``path`` with :func:`markdown`; True if it changed."""
+    text = path.read_text()
+    pattern = re.compile(re.escape(BLOCK_START) + ".*?" + re.escape(BLOCK_END), re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"{path}: no registry markers ({BLOCK_START} ... {BLOCK_END})")
+    new = pattern.sub(lambda _: f"{BLOCK_START}\n{markdown()}{BLOCK_END}", text)
+    path.write_text(new)
+    return new != text
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="print (or --write into a Markdown file) the registry")
+    parser.add_argument("--write", type=Path, help="rewrite the registry block of this Markdown file")
+    args = parser.parse_args(argv)
+    if args.write:
+        print(f"{args.write}: {'updated' if write_docs(args.write) else 'unchanged'}")
+    else:
+        print(markdown())
+
+
+if __name__ == "__main__":
+    main()

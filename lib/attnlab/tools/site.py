@@ -249,10 +249,13 @@ def _claim_card(index: int, row: pd.Series) -> str:
         ("estimate", number(row["estimate"])),
         ("95 % interval (low, high)", interval),
         ("n", n),
+        ("unit", escape(row.get("unit", ""))),
         ("null", number(row["null"])),
         ("margin", number(row["margin"])),
         ("detectable effect", number(row["detectable"])),
         ("rule", escape(row["rule"])),
+        ("p (one-sided)", number(row.get("p", float("nan")))),
+        ("q (Benjamini-Hochberg, this table)", number(row.get("q", float("nan")))),
     ]
     table = ["|  |  |", "|---|---|"] + [f"| {name} | {value} |" for name, value in fields if value]
     return "\n".join(
@@ -335,7 +338,7 @@ def overview_page(papers: list[Paper], scale: str) -> str:
     row for each paper without a claims table at ``scale``), then where each paper's pages are."""
     table = report.overview(scale).rstrip("\n").splitlines()
     table += [
-        f"| {p.name} | – | – | – | – | [no table yet]({p.name}/claims.md) |"
+        f"| {p.name} | – | – | – | – | [no table yet]({p.name}/claims.md) | |"
         for p in papers
         if not p.has_claims and not p.incomplete
     ]
