@@ -78,6 +78,7 @@ def _table(windows=8, layers=6, rise=0.3, margin=0.1, seed=0):
                 "window": w, "layer": layer, "depth": depth, "cos_uniform": base, "cos_far": base - 0.1,
                 "cos_yv": base + margin + rise * depth + noise[0],
                 "a_ii": 0.1 + rise * depth / 3 + noise[1], "a_ii_uniform": 0.05,
+                **{c: base for c in COLUMNS if c.endswith(("nosink", "prev", "shuffled", "vv", "sink"))},
             })  # fmt: skip
     return pd.DataFrame(rows)
 

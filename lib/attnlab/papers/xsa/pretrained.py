@@ -11,7 +11,18 @@ own attention), per text window and layer, averaged over heads and positions, be
   contains v_i with weight 1 / (i + 1);
 - **a token far back**: cos(y_i, v_{i-T/2}) (half a window of T tokens back), the alignment of the output
   with an unrelated earlier value: what "aligned with a value" means without the token's own;
-- for the diagonal weight a_ii, uniform causal attention's 1 / (i + 1).
+- for the diagonal weight a_ii, uniform causal attention's 1 / (i + 1);
+
+and the nulls that can tell a preference for the token's own value from its neighbours and from the attention
+sink (key 0, which holds a third or more of the attention in these models and stays inside y_i):
+
+- **the previous token's value**: cos(y_i, v_(i-1)), and a_(i,i-1) beside a_ii;
+- **shuffled keys**: y'_i from the same attention weights with the weights of the non-sink keys 1..i randomly
+  permuted within each query (seeded), a_i0 kept on key 0: the same peakedness and sink, no position;
+- **without the sink**: each cosine recomputed with the first token's contribution a_i0 v_0 removed from
+  y_i (and from the shuffled y'_i), uniform mixing over keys 1..i only, the previous token read from i >= 2,
+  a_ii renormalised over the non-sink keys, a_ii / (1 - a_i0), beside uniform's 1 / i;
+- **value similarity**: cos(v_i, v_j) over causal pairs j < i, and over 1 <= j < i without the sink.
 
 The units of every interval are the text windows (one fixed model; its seed is not a unit here). Depth is
 relative (layer / (layers - 1)), so that slopes compare across models of 18 to 30 layers.
@@ -67,46 +78,104 @@ COLUMNS = {
     "cos_yv": "mean cos(y_i, v_i), i >= 1 (XSA Fig. 1)",
     "cos_uniform": "mean cos(ybar_i, v_i) of uniform causal mixing, i >= 1",
     "cos_far": "mean cos(y_i, v_(i-T/2)), i >= T/2: the value of a token half a window back",
+    "cos_prev": "mean cos(y_i, v_(i-1)), i >= 1: the previous token's value",
+    "cos_shuffled": "mean cos(y'_i, v_i), i >= 1: the same weights, non-sink keys shuffled within each query",
+    "cos_yv_nosink": "mean cos(y_i - a_i0 v_0, v_i), i >= 1: without the first token's contribution",
+    "cos_uniform_nosink": "mean cos(mean_(1<=j<=i) v_j, v_i), i >= 1: uniform mixing without the first token",
+    "cos_prev_nosink": "mean cos(y_i - a_i0 v_0, v_(i-1)), i >= 2",
+    "cos_shuffled_nosink": "mean cos(y'_i - a_i0 v_0, v_i), i >= 1",
+    "cos_vv": "mean cos(v_i, v_j) over causal pairs j < i",
+    "cos_vv_nosink": "mean cos(v_i, v_j) over pairs 1 <= j < i (the sink's value left out)",
     "a_ii": "mean diagonal attention a_ii, i >= 1",
     "a_ii_uniform": "a_ii of uniform causal attention, mean of 1 / (i + 1)",
+    "a_prev": "mean attention on the previous token a_(i,i-1), i >= 1",
+    "a_sink": "mean attention on the first token a_i0, i >= 1",
+    "a_ii_nosink": "mean a_ii / (1 - a_i0), i >= 1: the diagonal among the non-sink keys",
+    "a_ii_uniform_nosink": "a_ii / (1 - a_i0) of uniform causal attention, mean of 1 / i",
 }
 
 
-def head_baselines(heads: Mapping[str, torch.Tensor], far: int) -> dict[str, torch.Tensor]:
+def shuffle_non_sink(pattern: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``pattern`` (B, H, T, T) with each query i's weights on the keys 1..i randomly permuted among those
+    keys (a fresh permutation per batch row, head and query; ``generator`` seeds it), the sink key 0 and the
+    masked keys j > i left in place: the same row sums, peakedness and sink mass, no preference for a
+    position."""
+    B, H, T, _ = pattern.shape
+    keys = torch.arange(T, device=pattern.device)
+    valid = (keys[None, :] >= 1) & (keys[None, :] <= keys[:, None])  # (T, T): query i, key j in 1..i
+    noise = torch.rand(B, H, T, T, generator=generator).to(pattern.device)
+    order = noise.masked_fill(~valid, torch.inf).argsort(-1)  # the first i entries: keys 1..i, shuffled
+    shifted = torch.cat([order[..., :1], order[..., :-1]], dim=-1)  # shifted[..., k] = order[..., k - 1]
+    index = torch.where(valid, shifted, keys.expand(B, H, T, T))
+    return pattern.gather(-1, index)
+
+
+def head_baselines(
+    heads: Mapping[str, torch.Tensor], far: int, generator: torch.Generator | None = None
+) -> dict[str, torch.Tensor]:
     """The :data:`COLUMNS` of one layer, one value per (sequence, head), (B, H), from the intermediates of
     ``attnlab.reuse.capture_heads`` (``pattern`` (B, H, T, T), ``v`` (B, H_kv, T, d), ``y`` (B, H, T, d)).
     Position 0 is left out (y_0 = v_0 whatever the model learned); the far-back baseline reads ``far`` tokens
-    back (0 < far < T)."""
+    back (0 < far < T); ``generator`` seeds the shuffled keys (:func:`shuffle_non_sink`)."""
     y = heads["y"].float()
     B, H, T, _ = y.shape
-    if not 0 < far < T:
-        raise ValueError(f"the far-back baseline needs 0 < far < T; got far={far}, T={T}")
+    if not 0 < far < T or T < 3:
+        raise ValueError(f"the baselines need T >= 3 and 0 < far < T; got far={far}, T={T}")
+    pattern = heads["pattern"].float()  # (B, H, T, T)
     v = per_query_head(heads["v"], H).float()  # (B, H, T, d)
-    bias = similarity_bias({"pattern": heads["pattern"], "v": heads["v"], "y": y, "z": y})
+    bias = similarity_bias({"pattern": pattern, "v": heads["v"], "y": y, "z": y})
     counts = torch.arange(1, T + 1, device=y.device, dtype=y.dtype)[:, None]  # (T, 1)
     ybar = v.cumsum(-2) / counts  # (B, H, T, d): uniform causal mixing
+    sink = pattern[..., :, :1] * v[..., :1, :]  # (B, H, T, d): a_i0 v_0
+    shuffled = shuffle_non_sink(pattern, generator) @ v  # (B, H, T, d)
+    ybar_nosink = (v.cumsum(-2) - v[..., :1, :])[..., 1:, :] / counts[:-1]  # (B, H, T-1, d): keys 1..i
+    a_sink = pattern[..., 1:, 0]  # (B, H, T-1)
+    vn = F.normalize(v, dim=-1)
+    gram = vn @ vn.transpose(-1, -2)  # (B, H, T, T)
+    pairs = torch.ones(T, T, dtype=torch.bool, device=y.device).tril(-1)
+    pairs[:, 0] = False  # 1 <= j < i
+
+    def cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return F.cosine_similarity(a, b, dim=-1).mean(-1)
+
+    diagonal = pattern.diagonal(dim1=-2, dim2=-1)[..., 1:]  # (B, H, T-1)
+    positions = torch.arange(1, T, device=y.device, dtype=y.dtype)
     return {
         "cos_yv": bias["cos_yv"],
-        "cos_uniform": F.cosine_similarity(ybar, v, dim=-1)[..., 1:].mean(-1),
-        "cos_far": F.cosine_similarity(y[..., far:, :], v[..., :-far, :], dim=-1).mean(-1),
+        "cos_uniform": cos(ybar[..., 1:, :], v[..., 1:, :]),
+        "cos_far": cos(y[..., far:, :], v[..., :-far, :]),
+        "cos_prev": cos(y[..., 1:, :], v[..., :-1, :]),
+        "cos_shuffled": cos(shuffled[..., 1:, :], v[..., 1:, :]),
+        "cos_yv_nosink": cos((y - sink)[..., 1:, :], v[..., 1:, :]),
+        "cos_uniform_nosink": cos(ybar_nosink, v[..., 1:, :]),
+        "cos_prev_nosink": cos((y - sink)[..., 2:, :], v[..., 1:-1, :]),
+        "cos_shuffled_nosink": cos((shuffled - sink)[..., 1:, :], v[..., 1:, :]),
+        "cos_vv": bias["cos_vv"],
+        "cos_vv_nosink": gram[..., pairs].mean(-1),
         "a_ii": bias["a_ii"],
         "a_ii_uniform": bias["a_ii_uniform"],
+        "a_prev": pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1),
+        "a_sink": a_sink.mean(-1),
+        "a_ii_nosink": (diagonal / (1 - a_sink).clamp_min(torch.finfo(y.dtype).tiny)).mean(-1),
+        "a_ii_uniform_nosink": (1.0 / positions).mean().expand(B, H),
     }
 
 
 @torch.no_grad()
-def layer_table(lm: TextModel, windows: torch.Tensor, batch_size: int = 4) -> pd.DataFrame:
+def layer_table(lm: TextModel, windows: torch.Tensor, batch_size: int = 4, seed: int = 0) -> pd.DataFrame:
     """:func:`head_baselines` of every layer of ``lm`` over the text ``windows`` (N, T), the far-back
-    baseline T // 2 tokens back, averaged over heads: one row per (window, layer), columns window, layer,
-    depth (layer / (layers - 1)) and :data:`COLUMNS`."""
+    baseline T // 2 tokens back, the shuffled keys seeded by ``seed``, averaged over heads: one row per
+    (window, layer), columns window, layer, depth (layer / (layers - 1)) and :data:`COLUMNS`."""
     if windows.ndim != 2 or windows.shape[1] < 4:
         raise ValueError(f"windows must be (N, T) with T >= 4; got {tuple(windows.shape)}")
     far = windows.shape[1] // 2
+    generator = torch.Generator().manual_seed(seed)
     rows = []
     for start in tqdm(range(0, len(windows), batch_size), desc=f"Fig. 1 on {lm.name or 'the model'}"):
         batch = windows[start : start + batch_size].to(lm.device)
         for layer, heads in capture_heads(lm.model, batch).items():
-            means = {k: t.mean(-1).cpu().numpy() for k, t in head_baselines(heads, far).items()}  # (B,) each
+            baselines = head_baselines(heads, far, generator)
+            means = {k: t.mean(-1).cpu().numpy() for k, t in baselines.items()}  # (B,) each
             rows += [{"window": start + b, "layer": layer, **{k: float(m[b]) for k, m in means.items()}}
                      for b in range(len(batch))]  # fmt: skip
     frame = pd.DataFrame(rows)
@@ -133,7 +202,8 @@ def measure_models(
         def compute(name: str = name) -> dict:
             lm = tiny_llama(seed) if name == TINY else text_model(model=name, device=device)
             brown = "\n\n".join(load_corpus("brown")["validation"]["text"])
-            table = layer_table(lm, lm.text_windows(brown, length, windows, seed, "the Brown held-out text"))
+            text = lm.text_windows(brown, length, windows, seed, "the Brown held-out text")
+            table = layer_table(lm, text, seed=seed)
             parameters = sum(p.numel() for p in lm.model.parameters())
             return {"parameters": parameters, "table": table.to_dict("list")}
 
