@@ -35,6 +35,7 @@ from attnlab.data.tasks import MultipleChoice, gsm8k_text, load_mmlu, load_task
 from attnlab.errors import DataUnavailable, ParameterError
 from attnlab.hf import (
     CAUSAL_LMS,
+    PRETRAINED,
     TextModel,
     capture,
     capture_nll,
@@ -84,6 +85,7 @@ from attnlab.training.launch import launch
 
 # claims are judged after the computation: imported where used, outside the results' code keys
 if TYPE_CHECKING:
+    from attnlab.papers.contribution_weights.claims import Evidence
     from attnlab.runner.claims import Claim
 
 #: The columns of ``faithfulness()`` and ``downstream()``, also when every text set or task was skipped.
@@ -467,10 +469,30 @@ class ContributionExperiment(PaperExperiment):
         downstream: pd.DataFrame,
         own_curves: pd.DataFrame,
     ) -> list[Claim]:
-        """The claims table (:func:`attnlab.papers.contribution_weights.claims.claims`)."""
+        """The claims table (:func:`attnlab.papers.contribution_weights.claims.claims`) of the results, passed
+        by keyword and gathered by :meth:`evidence`. Its signature is part of the results cache's code key."""
         from attnlab.papers.contribution_weights import claims as paper_claims  # judged after computing
 
-        return paper_claims.claims(self, sinks, curves, downstream, own_curves)
+        return paper_claims.claims(self.evidence(sinks, curves, downstream, own_curves))
+
+    def evidence(
+        self,
+        sinks: dict,
+        curves: pd.DataFrame,
+        downstream: pd.DataFrame,
+        own_curves: pd.DataFrame | None = None,
+    ) -> Evidence:
+        """The results by name (``own_curves`` None: no own-GPT rows, as in the scale section) and the
+        settings the claims rows name, as one :class:`~attnlab.papers.contribution_weights.claims.Evidence`
+        (which checks that each table is the one its name says)."""
+        from attnlab.papers.contribution_weights.claims import Evidence  # judged after computing
+
+        p, own = self.preset, self.preset.own.model
+        return Evidence(
+            pretrained_curves=curves, downstream=downstream, sinks=sinks, own_curves=own_curves,
+            weights=self.weights, pinned=self.model in PRETRAINED, own_model=f"{own.n_layer}L-{own.d_model}d",
+            window=p.window, task_fraction=p.task_fraction, scopes=p.scopes,
+        )  # fmt: skip
 
 
 def task_items(task: str, sample: int | None, mmlu_per_subject: int | None = None) -> list[MultipleChoice]:
