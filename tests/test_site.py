@@ -321,3 +321,10 @@ def test_site_works_from_file_urls(built, browser):
         assert browser.evaluate("getComputedStyle(document.querySelector('.md-header')).position") == "sticky"
         local = {u.split("#")[0] for u in facts["links"] if u.startswith("file:")}
         assert local and all(Path(unquote(urlsplit(u).path)).is_file() for u in local), page
+
+
+def test_the_api_reference_renders_roles_and_formulas(built):
+    # reStructuredText roles become code, and a formula's <o_i, ...> stays text instead of an HTML tag
+    html = (built / "api" / "attnlab.metrics.html").read_text()
+    assert ":func:`" not in html and ":class:`" not in html
+    assert "&lt;o_i, a_ij v~_j&gt;" in html

@@ -521,6 +521,7 @@ def mkdocs_config(
                                 "filters": ["!^_"],
                                 "heading_level": 2,
                                 "show_signature_annotations": True,
+                                "extensions": ["attnlab.tools.docstrings:SphinxRoles"],
                             },
                         }
                     }
