@@ -1,13 +1,18 @@
 """XSA Fig. 1 diagnostics over a trained model: the similarity-bias metrics of every layer, from the
-intermediates of the forward pass itself (``GPT.run_with_cache``)."""
+intermediates of the forward pass itself (``GPT.run_with_cache``); Fig. 6's attention on the sinks; and
+Fig. 2's block timing, SA and XSA alternated within one process so that their times pair by repeat."""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 import pandas as pd
 import torch
 
 from attnlab.metrics import similarity_bias
-from attnlab.model import GPT, GPTConfig
+from attnlab.model import GPT, Block, GPTConfig
+from attnlab.tools.benchmark import block_cost
 
 
 @torch.no_grad()
@@ -77,3 +82,89 @@ def attention_to_sinks_by_layer(model: GPT, tokens: torch.Tensor, batch_size: in
         }
         for layer, total in sums.items()
     )
+
+
+def alternated_block_costs(
+    cfg: GPTConfig,
+    kinds: tuple[str, ...],
+    batch_size: int,
+    seq_len: int,
+    device: torch.device,
+    *,
+    repeats: int,
+    warmup: int = 3,
+    dtype: torch.dtype = torch.float32,
+) -> pd.DataFrame | None:
+    """Fig. 2: forward+backward time (ms) of one attention + FFN block of each of ``kinds``, timed in
+    alternation in this one process: after ``warmup`` untimed steps of each kind, every repeat times one step
+    of each kind back to back, in the kinds' order on even repeats and in reverse on odd ones (neither kind
+    always runs first), so that a drift of the machine (clock, cache, other load) falls on both kinds of a
+    repeat alike and their ratio pairs by repeat. Memory (MiB) per kind as :func:`attnlab.tools.benchmark.
+    block_cost` measures it (deterministic: the same in every repeat). One row per (kind, repeat): ``kind``,
+    ``repeat``, ``time_ms``, ``memory_mib``. None (and a printed note) when a kind runs out of device memory,
+    so that the largest points of a grid on a smaller GPU are left out and every point kept compares all
+    kinds. On CUDA each step is timed with CUDA events."""
+    try:
+        times = _alternated_times(cfg, kinds, batch_size, seq_len, device, repeats, warmup, dtype)
+        memory = {
+            kind: block_cost(cfg, kind, batch_size, seq_len, device, warmup=0, repeats=1, dtype=dtype)[
+                "memory_mib"
+            ]
+            for kind in kinds
+        }
+    except torch.OutOfMemoryError:
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        print(f"d_model {cfg.d_model}, T {seq_len}, batch {batch_size}: a kind ran out of memory; left out")
+        return None
+    rows = [
+        {"kind": kind, "repeat": repeat, "time_ms": times[kind, repeat], "memory_mib": memory[kind]}
+        for kind in kinds
+        for repeat in range(repeats)
+    ]
+    return pd.DataFrame(rows)
+
+
+def _alternated_times(
+    cfg: GPTConfig,
+    kinds: tuple[str, ...],
+    batch_size: int,
+    seq_len: int,
+    device: torch.device,
+    repeats: int,
+    warmup: int,
+    dtype: torch.dtype,
+) -> dict[tuple[str, int], float]:
+    """``{(kind, repeat): ms}`` of :func:`alternated_block_costs`: one input for every kind's block."""
+    torch.manual_seed(0)
+    blocks = {kind: Block(cfg, kind).to(device=device, dtype=dtype) for kind in kinds}
+    x = torch.randn(batch_size, seq_len, cfg.d_model, device=device, dtype=dtype, requires_grad=True)
+
+    def step(kind: str) -> Callable[[], None]:
+        def run() -> None:
+            blocks[kind](x).sum().backward()
+
+        return run
+
+    for kind in kinds:
+        for _ in range(warmup):
+            step(kind)()
+    times = {}
+    for repeat in range(repeats):
+        for kind in kinds if repeat % 2 == 0 else kinds[::-1]:
+            times[kind, repeat] = _timed(step(kind), device)
+    return times
+
+
+def _timed(step: Callable[[], None], device: torch.device) -> float:
+    """Milliseconds of one call of ``step`` on ``device`` (CUDA events on CUDA, wall clock elsewhere)."""
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        step()
+        end.record()
+        torch.cuda.synchronize(device)
+        return float(start.elapsed_time(end))
+    t0 = time.perf_counter()
+    step()
+    return 1e3 * (time.perf_counter() - t0)
