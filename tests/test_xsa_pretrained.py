@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from attnlab import reuse
 from attnlab.papers.xsa import claims as xsa_claims
 from attnlab.papers.xsa.pretrained import COLUMNS, head_baselines, layer_table
-from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS
+from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, slope_rule
 
 
 def _heads(B=2, H=4, H_kv=2, T=12, d=8, seed=0):
@@ -92,6 +92,58 @@ def test_pretrained_claims_follow_the_evidence():
     assert falling[2].verdict.word == DOES_NOT_HOLD and falling[4].verdict.word == DOES_NOT_HOLD
     below = xsa_claims.pretrained_claims(_table(rise=0.0, margin=-0.2), "a model")
     assert below[0].verdict.word == DOES_NOT_HOLD  # below uniform mixing
+    assert [r.unit for r in rows] == ["window", "window", "layer", "window", "layer"]
+    assert rows[2].verdict.n == 6 and rows[2].verdict.rule.startswith("slope over layers")
+
+
+def test_a_depth_trend_uses_the_layers_as_units_never_the_windows():
+    """A fixed model whose layer profile has no trend (a zigzag with a slight tilt) read through 32 windows
+    that barely differ: one slope per window would make the tilt significant; against random orders of its
+    8 layers it is not."""
+    profile = np.array([0.3, 0.6, 0.2, 0.55, 0.25, 0.6, 0.3, 0.5])
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame([
+        {"window": w, "layer": k, "depth": k / 7, "cos_yv": profile[k] + 1e-3 * rng.standard_normal()}
+        for w in range(32) for k in range(8)
+    ])  # fmt: skip
+    v = xsa_claims.pretrained_verdict(table, "cos_yv", None)
+    assert v.word == INCONCLUSIVE and v.n == 8 and v.low < v.estimate < v.high
+    per_window = table.pivot(index="window", columns="layer", values="cos_yv")
+    windows_as_units = slope_rule(
+        np.arange(8) / 7, {w: r.tolist() for w, r in per_window.iterrows()}, "above"
+    )
+    assert windows_as_units.word == HOLDS  # the old rule's answer
+
+
+def test_every_pretrained_model_is_all_of_the_models():
+    """With two models the table adds a row per claim "in every pretrained model", judged by all_of over the
+    models (n = models): one model whose a_ii falls with depth refutes "a_ii grows with depth" in every
+    model, both clear the far token, and a model whose mean a_ii equals uniform attention's leaves "a_ii is
+    relatively high" open."""
+    results = {
+        "rising": {"description": "a rising model", "table": _table()},
+        "falling": {"description": "a falling model", "table": _table(rise=-0.3, margin=0.5, seed=1)},
+    }
+    rows = xsa_claims.pretrained_rows(results)
+    every = {r.claim: r for r in rows if r.unit == "pretrained model"}
+    assert len(rows) == 2 * 5 + 5 and len(every) == 5
+    grows = every["a_ii grows with depth, in every pretrained model"]
+    assert (
+        grows.verdict.word == DOES_NOT_HOLD
+        and grows.verdict.n == 2
+        and "falling refutes it" in grows.verdict.why
+    )
+    assert grows.verdict.rule.startswith("all of 2 parts")
+    far = "SA output is aligned with the token's own value beyond a token half a window back"
+    assert every[far + ", in every pretrained model"].verdict.word == HOLDS
+    # the falling model's a_ii sits at uniform attention's on average: that part stays open
+    assert (
+        every["diagonal attention a_ii is relatively high, in every pretrained model"].verdict.word
+        == INCONCLUSIVE
+    )
+    assert "rising" in grows.ours and "falling" in grows.ours
+    one = xsa_claims.pretrained_rows({"rising": results["rising"]})
+    assert len(one) == 5  # a single model: its own rows only
 
 
 def test_the_pretrained_figure_names_each_model_and_its_size_on_the_size_axis():

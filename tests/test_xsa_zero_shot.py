@@ -1,7 +1,7 @@
 """XSA Table 2's scoring and gate (attnlab.papers.xsa.zero_shot): length-normalised and unconditional-
 normalised likelihoods pick the answers the summed likelihood's preference for short answers hides, and a
-task is judged only where a model beats its best trivial baseline, not merely chance (the gate,
-attnlab.papers.xsa.claims.above_baseline)."""
+task is judged only where SA (the baseline) beats its best trivial baseline, not merely chance (the gate,
+attnlab.papers.xsa.rules.above_baseline)."""
 
 import dataclasses
 import math
@@ -19,6 +19,7 @@ from attnlab.model import GPT, GPTConfig
 from attnlab.papers.xsa import claims as xc
 from attnlab.papers.xsa import experiment as xsa_experiment
 from attnlab.papers.xsa import presets
+from attnlab.papers.xsa import rules as xr
 from attnlab.papers.xsa import zero_shot as zs
 from attnlab.runner.verdicts import NOT_TESTABLE, above_chance
 
@@ -78,18 +79,18 @@ def test_the_gate_refuses_accuracy_at_the_shortest_choice_rate():
     through by 1e-4; the best trivial baseline refuses it and says which baseline it is."""
     baselines = {**zs.trivial_baselines(_yes_no(167)), "no_prompt": 0.5}
     assert above_chance(167, 300, 0.5) is None  # the old gate: "above chance"
-    gate = xc.above_baseline(167, 300, baselines)
+    gate = xr.above_baseline(167, 300, baselines)
     assert gate is not None and gate.word == "not testable here"
     assert gate.null == pytest.approx(167 / 300) and "shortest" in gate.why and gate.rule.startswith("gate")
-    assert xc.above_baseline(215, 300, baselines) is None  # well above every baseline
+    assert xr.above_baseline(215, 300, baselines) is None  # well above every baseline
     # 63-65 % against a shortest-choice rate of 68 %
-    assert xc.above_baseline(195, 300, {"chance": 0.5, "shortest": 0.68}) is not None
+    assert xr.above_baseline(195, 300, {"chance": 0.5, "shortest": 0.68}) is not None
 
 
 def test_the_gate_names_the_no_prompt_baseline_and_refuses_a_perfect_baseline():
-    gate = xc.above_baseline(200, 300, {"chance": 0.5, "shortest": 0.5, "no_prompt": 0.7})
+    gate = xr.above_baseline(200, 300, {"chance": 0.5, "shortest": 0.5, "no_prompt": 0.7})
     assert gate is not None and "without the prompt" in gate.why
-    perfect = xc.above_baseline(300, 300, {"chance": 0.5, "longest": 1.0})
+    perfect = xr.above_baseline(300, 300, {"chance": 0.5, "longest": 1.0})
     assert perfect is not None and perfect.word == "not testable here" and "every item" in perfect.why
 
 
@@ -229,7 +230,7 @@ def test_lambada_baselines_and_nan_baselines_are_passed_over():
     assert b["chance"] == 0.0 and b["majority_answer"] == pytest.approx(0.5)
     assert math.isnan(b["shortest"]) and math.isnan(b["longest"])
     assert zs.best_baseline({**b, "no_prompt": math.nan}) == ("majority_answer", 0.5)
-    gate = xc.above_baseline(3, 6, {**b, "no_prompt": math.nan})
+    gate = xr.above_baseline(3, 6, {**b, "no_prompt": math.nan})
     assert gate is not None and "most frequent correct answer" in gate.why
     with pytest.raises(ValueError):
         zs.lambada_baselines([])

@@ -25,7 +25,11 @@ from attnlab.data.tokenizer import Tokenizer
 from attnlab.errors import CorruptFile, ParameterError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment, with_steps
-from attnlab.papers.xsa.diagnostics import attention_to_sinks_by_layer, similarity_bias_by_layer
+from attnlab.papers.xsa.diagnostics import (
+    alternated_block_costs,
+    attention_to_sinks_by_layer,
+    similarity_bias_by_layer,
+)
 from attnlab.papers.xsa.presets import (
     GPU_CORPUS,
     GPU_CORPUS_COMMAND,
@@ -60,7 +64,6 @@ from attnlab.runner.params import (
 )
 from attnlab.runner.plan import PlannedRun
 from attnlab.runner.stats import binomial_interval
-from attnlab.tools.benchmark import block_costs
 from attnlab.training.cache import (
     RunSpec,
     cached_result,
@@ -431,19 +434,23 @@ class XSAExperiment(PaperExperiment):
 
     def block_costs(self) -> pd.DataFrame:
         """Fig. 2: forward+backward time and memory of one block, SA vs XSA, on this experiment's device
-        (bf16 on CUDA as in the paper, float32 elsewhere)."""
+        (bf16 on CUDA as in the paper, float32 elsewhere), the kinds alternated within each repeat
+        (:func:`~attnlab.papers.xsa.diagnostics.alternated_block_costs`): one row per (kind, width, length,
+        repeat)."""
         b = self.preset.bench
         device = self.torch_device
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-        rows = []
+        frames = []
         for d_model in b.d_models:
             n_head = max(1, d_model // b.head_dim)
             for seq_len in b.seq_lens:
                 cfg = GPTConfig(d_model=d_model, n_head=n_head, head_dim=b.head_dim, block_size=seq_len)
-                costs = block_costs(cfg, KINDS, b.batch_size, seq_len, device, repeats=b.repeats, dtype=dtype)
-                for kind, cost in (costs or {}).items():
-                    rows.append({"kind": kind, "d_model": d_model, "seq_len": seq_len, **cost})
-        return pd.DataFrame(rows)
+                costs = alternated_block_costs(cfg, KINDS, b.batch_size, seq_len, device, repeats=b.repeats,
+                                               dtype=dtype)  # fmt: skip
+                if costs is not None:
+                    frames.append(costs.assign(d_model=d_model, seq_len=seq_len))
+        columns = ["kind", "d_model", "seq_len", "repeat", "time_ms", "memory_mib"]
+        return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
     # Figs. 5-6 ----------------------------------------------------------------------------------------
 
@@ -656,10 +663,18 @@ class XSAExperiment(PaperExperiment):
 
     def claims(self, evidence: Evidence) -> list[Claim]:
         """Every claim of the paper, with a verdict computed from this run's measurements, gathered by name in
-        ``evidence`` (see :mod:`attnlab.papers.xsa.claims`)."""
+        ``evidence`` (see :mod:`attnlab.papers.xsa.claims`), to which this adds the run's settings: its sizes,
+        the sizes with controls, each size's warm-up steps and the device Fig. 2 was timed on."""
         from attnlab.papers.xsa.claims import claims as xsa_claims  # judged after computing
 
-        return xsa_claims(self, evidence)
+        settings = replace(
+            evidence,
+            sizes=tuple(self.sizes),
+            control_sizes=tuple(s for s in self.sizes if s in self.preset.control_sizes),
+            warmup_steps=self.warmup_steps(),
+            device=self.torch_device.type,
+        )
+        return xsa_claims(settings)
 
 
 def _unconditional_logprobs(
