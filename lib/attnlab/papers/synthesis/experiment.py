@@ -245,12 +245,15 @@ class SynthesisExperiment(PaperExperiment):
 
     def claims(self, evidence: synthesis_claims.Evidence) -> list[Claim]:
         """The notebook's hypotheses, each judged against its control (:mod:`.claims`) from ``evidence``, the
-        named bundle of ``lens_table``, ``losses`` and ``faithfulness_areas``."""
+        named bundle of ``lens_table``, ``losses`` and ``faithfulness_areas``, to which this adds the run's
+        kinds and its QK/OV sweep."""
         from attnlab.papers.synthesis import claims as synthesis_claims  # judged after computing
 
         if not isinstance(evidence, synthesis_claims.Evidence):
             raise TypeError(f"claims() takes one synthesis Evidence bundle; got {type(evidence).__name__}")
-        return synthesis_claims.claims(self, evidence)
+        settings = replace(evidence, kinds=tuple(self.kinds), qk_ratios=tuple(self.preset.qk_ratios),
+                           ratio_kinds=tuple(self.preset.ratio_kinds))  # fmt: skip
+        return synthesis_claims.claims(settings)
 
 
 def configure(
