@@ -24,10 +24,10 @@ from attnlab.data.corpora import corpus_names
 from attnlab.errors import ParameterError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.papers.experiment import PaperExperiment, with_steps
+from attnlab.papers.sd_routing import tables
 from attnlab.papers.sd_routing.presets import (
     GPT2_VOCAB,
     LABELS,
-    MIN_RANK,
     PRESETS,
     PROBE_VARIANTS,
     REALLOC_CONTROLS,
@@ -48,7 +48,6 @@ from attnlab.papers.sd_routing.routing import (
     pretrained_fingerprint,
     random_heads,
     random_routing,
-    rank_equivalent,
     sa_truncated_forms,
     same_total_uniform,
     sd_heads,
@@ -271,28 +270,7 @@ class SDExperiment(PaperExperiment):
                 )
         return pd.concat(frames, ignore_index=True)
 
-    @staticmethod
-    def head_summary(heads: pd.DataFrame) -> pd.DataFrame:
-        """Per model and weights (trained / random init; ours: seeds pooled): head count, filtering energy
-        (mean) and the share of heads where filtering dominates (energy > 1/2), the mean entropy and stable
-        ranks of R and F, the share of heads whose routing rank is below their filtering rank (each measure),
-        and the share of unstable heads (an eigenvalue of W with positive real part)."""
-        g = heads.assign(
-            dominant=heads["filtering_energy"] > 0.5,
-            lower=heads["routing_rank"] < heads["filtering_rank"],
-            lower_stable=heads["routing_stable_rank"] < heads["filtering_stable_rank"],
-            unstable=heads["n_unstable"] > 0,
-        ).groupby(["model", "weights"], sort=False)
-        return pd.DataFrame({
-            "heads": g.size(), "filtering energy": g["filtering_energy"].mean(),
-            "filtering dominant %": 100 * g["dominant"].mean(), "routing rank": g["routing_rank"].mean(),
-            "filtering rank": g["filtering_rank"].mean(),
-            "routing stable rank": g["routing_stable_rank"].mean(),
-            "filtering stable rank": g["filtering_stable_rank"].mean(),
-            "routing rank < filtering rank %": 100 * g["lower"].mean(),
-            "routing stable rank < filtering %": 100 * g["lower_stable"].mean(),
-            "unstable %": 100 * g["unstable"].mean(),
-        })  # fmt: skip
+    head_summary = staticmethod(tables.head_summary)
 
     # Spectral cascade and scale trend -----------------------------------------------------------------
 
@@ -333,30 +311,8 @@ class SDExperiment(PaperExperiment):
                              **frame[list(MEASURE_COLUMNS)].mean().to_dict()})  # fmt: skip
         return pd.DataFrame(rows)
 
-    @staticmethod
-    def cascade_table(cascade: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
-        """The cascade as one row per (measure, variant, size), one column per layer (seeds averaged), with
-        the random baseline of the same shapes in the last column."""
-        tables = []
-        for column, name in MEASURE_COLUMNS.items():
-            table = cascade.pivot_table(index=["variant", "size"], columns="layer", values=column)
-            table = table.rename(columns=lambda layer: f"layer {layer}")
-            table["random"] = baseline.set_index(["variant", "size"])[column].reindex(table.index)
-            tables.append(table.assign(measure=name).set_index("measure", append=True))
-        return pd.concat(tables).reorder_levels(["measure", "variant", "size"])
-
-    @staticmethod
-    def scale_trend(cascade: pd.DataFrame) -> pd.DataFrame:
-        """Per (measure, size, variant, seed): the fraction of layers at the minimum rank (head-mean routing
-        measure at most MIN_RANK in rank units, ``rank_equivalent``), against the parameter count."""
-        rows = []
-        for column, name in MEASURE_COLUMNS.items():
-            ranks = cascade[column].map(lambda v, n=name: rank_equivalent(n, v))
-            at_min = cascade.assign(at_min=ranks <= MIN_RANK)
-            per_seed = at_min.groupby(["size", "variant", "seed", "params"], sort=False)["at_min"].mean()
-            rows.append(per_seed.rename("fraction at min rank").reset_index().assign(measure=name))
-        return pd.concat(rows, ignore_index=True).sort_values(["measure", "variant", "params", "seed"],
-                                                              ignore_index=True)  # fmt: skip
+    cascade_table = staticmethod(tables.cascade_table)
+    scale_trend = staticmethod(tables.scale_trend)
 
     def drift(self, runs: Runs) -> pd.DataFrame:
         """How far each S-D layer's D moved from its initialisation (D = 1): per (size, variant, seed, layer),
