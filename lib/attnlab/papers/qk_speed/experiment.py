@@ -223,10 +223,14 @@ class QKSpeedExperiment(PaperExperiment):
 
     def claims(self, evidence: paper_claims.Evidence) -> list[Claim]:
         """The claims table's rows (:func:`attnlab.papers.qk_speed.claims.claims`) from the notebook's
-        results, named in one :class:`~attnlab.papers.qk_speed.claims.Evidence` bundle."""
+        results, named in one :class:`~attnlab.papers.qk_speed.claims.Evidence` bundle, with the settings
+        of this experiment's preset filled in: Fig. 2's pairs of runs and how its learning rate departs from
+        the authors'."""
         from attnlab.papers.qk_speed import claims as paper_claims  # judged after computing
 
-        return paper_claims.claims(self.preset.circuits, evidence)
+        c = self.preset.circuits
+        pairs, note = tuple(paper_claims.fig2_pairs(c)), paper_claims.rescaling(c)
+        return paper_claims.claims(replace(evidence, fig2_pairs=pairs, lr_note=note))
 
 
 def configure(
