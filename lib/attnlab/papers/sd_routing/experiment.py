@@ -79,6 +79,12 @@ Runs = dict[tuple[str, str, int], TrainResult]
 
 #: Random antisymmetric matrices drawn for the cascade's baseline at each head dim.
 RANDOM_SAMPLES = 256
+#: Draws of Gaussian weights of each pretrained model's shapes, the null its claims are ranked against (a
+#: Monte Carlo test at 2.5% needs 79; ``attnlab.runner.verdicts.rank_rule``; smoke scale judges nothing), and
+#: the per-head statistics kept of each draw.
+RANDOM_DRAWS, SMOKE_DRAWS = 99, 3
+DRAW_COLUMNS = ("draw", "layer", "head", "filtering_energy", "routing_rank", "filtering_rank",
+                "routing_stable_rank", "filtering_stable_rank", "n_unstable")  # fmt: skip
 
 
 def _count(model: GPTConfig, attention_only: bool = False, non_embedding: bool = True) -> int:
@@ -228,37 +234,52 @@ class SDExperiment(PaperExperiment):
 
     # Pretrained analysis ------------------------------------------------------------------------------
 
-    def _pretrained(self, name: str) -> pd.DataFrame:
-        """A pretrained model's heads (``weights`` "trained") and, beside them, Gaussian weights of the same
-        shapes (``weights`` "random init", seed 0), with the model's parameter count (``parameters``,
-        embeddings included, tied weights once)."""
+    def _pretrained(self, name: str, say: bool = True) -> dict:
+        """A pretrained model's heads (``heads``), Gaussian weights of the same shapes (``random``, seed 0),
+        ``DRAW_COLUMNS`` of ``RANDOM_DRAWS`` such draws (``draws``, seeds 0, 1, ...: the pretrained claims'
+        null), and the model's parameter count (embeddings included, tied weights once)."""
+        draws = SMOKE_DRAWS if self.scale == "smoke" else RANDOM_DRAWS
 
         def compute() -> dict:
             model = load_pretrained(name)
             shapes = [(tuple(q.shape), tuple(k.shape)) for q, k in hf_qk(model)]
+            heads, parameters = model_heads(model), sum(p.numel() for p in model.parameters())
+            del model
+            random = [random_heads(shapes, seed=seed).assign(draw=seed) for seed in range(draws)]
             return {
-                "heads": model_heads(model).to_dict(orient="list"),
-                "random": random_heads(shapes, seed=0).to_dict(orient="list"),
-                "parameters": sum(p.numel() for p in model.parameters()),
-            }
+                "heads": heads.to_dict(orient="list"), "parameters": parameters,
+                "random": random[0].drop(columns="draw").to_dict(orient="list"),
+                "draws": pd.concat(random, ignore_index=True)[list(DRAW_COLUMNS)].to_dict(orient="list"),
+            }  # fmt: skip
 
         result, cached = cached_result(
-            "sd_routing_heads", {"model": name, "random": 1}, compute, data=pretrained_fingerprint(name),
+            "sd_routing_heads", {"model": name, "random": 1, "draws": draws}, compute,
+            data=pretrained_fingerprint(name),
         )  # fmt: skip
-        print(f"{name}: {'loaded from the results cache' if cached else 'analysed'}")
-        return pd.concat([
-            pd.DataFrame(result["heads"]).assign(weights="trained"),
-            pd.DataFrame(result["random"]).assign(weights="random init"),
-        ], ignore_index=True).assign(parameters=int(result["parameters"]))  # fmt: skip
+        if say:
+            print(f"{name}: {'loaded from the results cache' if cached else 'analysed'}")
+        return result
+
+    def random_draws(self) -> pd.DataFrame:
+        """The per-head statistics of every draw of Gaussian weights of each pretrained model's shapes, with
+        its ``model``: the null its claims are ranked against (computed with :meth:`head_analysis`)."""
+        frames = [pd.DataFrame(self._pretrained(m, say=False)["draws"]).assign(model=m) for m in self.models]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*DRAW_COLUMNS])
 
     def head_analysis(self, runs: Runs) -> pd.DataFrame:
         """Every head's routing/filtering statistics (``attnlab.papers.sd_routing.routing.form_stats``) of the
         pretrained models and of this run's trained models (model-space forms; an S-D head's is Wq^T L Wk),
         each beside its random baseline (``weights`` "random init"): Gaussian weights of the same shapes for a
-        pretrained model, a trained model's own initialisation (same config, same seed) for ours."""
-        frames = [
-            self._pretrained(name).assign(model=name, source="pretrained", seed=0) for name in self.models
-        ]
+        pretrained model (seed 0; with its ``parameters``), a trained model's own initialisation (same config,
+        same seed) for ours."""
+        frames = []
+        for name in self.models:
+            result = self._pretrained(name)
+            frames += [
+                pd.DataFrame(result[key]).assign(weights=weights, parameters=int(result["parameters"]))
+                .assign(model=name, source="pretrained", seed=0)
+                for key, weights in (("heads", "trained"), ("random", "random init"))
+            ]  # fmt: skip
         for (size, variant, seed), run in runs.items():
             label = f"ours: {LABELS[variant]} {size}"
             with torch.random.fork_rng():
