@@ -125,3 +125,10 @@ def test_the_docs_print_the_registry() -> None:
     text = (Path(__file__).resolve().parents[1] / "docs" / "verdicts.md").read_text()
     block = text.split(thresholds.BLOCK_START)[1].split(thresholds.BLOCK_END)[0]
     assert block.strip() == thresholds.markdown().strip()
+
+
+def test_wilson_interval_reaches_the_ends_exactly() -> None:
+    from attnlab.runner.stats import binomial_interval
+
+    assert binomial_interval(0, 400).low == 0.0 and binomial_interval(400, 400).high == 1.0
+    assert v.above_chance(0, 400, 0.0) is not None  # no correct answer is not above a chance of 0

@@ -75,4 +75,7 @@ def binomial_interval(successes: int, n: int, level: float = LEVEL) -> Estimate:
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), n, math.sqrt(p * (1 - p) / n))
+    # exactly 0 and 1 at the ends: centre - half rounds to 4e-19 at no successes, "above" a chance of 0
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Estimate(p, low, high, n, math.sqrt(p * (1 - p) / n))
