@@ -1,99 +1,70 @@
 """The routing and filtering structure of attention (S-D attention, arXiv 2605.18826): the paper's claims
-judged on this run's measurements.
+judged on this run's measurements, one row each.
 
-Each claim's rule is a ``verdict_*`` function of plain numbers returning a
-:class:`~attnlab.runner.verdicts.Verdict` from one of :mod:`attnlab.runner.verdicts`' rules (its word and
-reason, and the evidence: the estimate it rests on, its 95% interval, how many independent units, the null,
-margin or threshold it is judged against, the detectable effect and the rule's name); :func:`claims` takes the
-notebook's tables by name (:class:`Evidence`) and writes each claims row. Every claim is judged against a
-control the reader can see: pretrained heads against Gaussian weights of the same shapes, S-D without
-LayerNorm against SA without LayerNorm (paired by size and seed), the cascade beside random antisymmetric
-matrices (shown in the row, not part of the rule), S-D's ordering of the two truncations against SA's under
-the same (model-space) truncation. Rows true by construction say "sanity check". The thresholds and margins
-are named constants below, each with its source (the paper's numbers where it gives them; ours otherwise).
+:func:`claims` takes the notebook's tables and the run's settings by name (:class:`Evidence`, completed by
+``SDExperiment.claims``) and words each row; the verdicts come from the paper's rules (``rules``: numbers in,
+a :class:`~attnlab.runner.verdicts.Verdict` out). Every claim is judged against a control the reader can see:
+pretrained heads against many draws of Gaussian weights of the same shapes, S-D without LayerNorm against SA
+without LayerNorm (paired by size and seed), the cascade against SA's own routing part (random antisymmetric
+matrices shown beside), S-D's ordering of the two truncations against SA's under the same (model-space)
+truncation. Rows true by construction say "sanity check". Each row names its unit of replication.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from attnlab.papers.sd_routing import rules
 from attnlab.papers.sd_routing.presets import (
     LABELS,
     MIN_RANK,
     PAPER_FILTER_TRUNCATION_PPL,
     PAPER_HEADS,
     PAPER_LINEAR,
-    PAPER_REALLOCATION,
     PROBE_VARIANTS,
     REALLOC_CONTROLS,
     SD_VARIANTS,
 )
-from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, describe, rank_equivalent, sd_heads
+from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, describe, rank_equivalent
+from attnlab.papers.sd_routing.rules import ALLOCATION_MARGIN_PCT, tolerated
+from attnlab.papers.sd_routing.rules import CATASTROPHIC_PCT as CATASTROPHIC_PCT
+from attnlab.papers.sd_routing.rules import CHEAP_PCT as CHEAP_PCT
+from attnlab.papers.sd_routing.rules import LINEAR_TOLERANCE_PCT as LINEAR_TOLERANCE_PCT
 from attnlab.runner.claims import Claim, fixed, signed
-from attnlab.runner.stats import LEVEL, binomial_interval, estimate
-from attnlab.runner.verdicts import (
-    DOES_NOT_HOLD,
-    EXACT,
-    HOLDS,
-    INCONCLUSIVE,
-    NOT_TESTABLE,
-    PAIRED,
-    SHARE,
-    SLOPE,
-    Side,
-    Verdict,
-    equivalence_rule,
-    every_unit,
-    exact_rule,
-    mean_rule,
-    not_testable,
-    paired_rule,
-    share_rule,
-    slope_rule,
-)
+from attnlab.runner.stats import estimate
+from attnlab.runner.verdicts import NOT_TESTABLE, Verdict
 
-if TYPE_CHECKING:
-    from attnlab.papers.sd_routing.experiment import Runs, SDExperiment
-
-# Thresholds, margins and smallest effects (the paper gives none unless said).
-MAJORITY = 0.5  # "filtering dominates", "routing runs at lower rank": claims about the typical head, > 1/2
-CHEAP_PCT = 2.0  # equivalence margin of "nearly free" (+-2 % PPL; ours: the paper's +0.3 PPL is ~1 %)
-CATASTROPHIC_PCT = 20.0  # "catastrophic": a PPL increase above 20 % (ours)
-LINEAR_TOLERANCE_PCT = 5.0  # the paper's "< 5 % PPL" for leading linear layers (post hoc count)
-CLOSE_PCT = PAPER_LINEAR["elu_pct"]  # equivalence margin of "stays close to the baseline": the paper's 1.4 %
-STABLE_TOLERANCE = 1e-6  # the largest real part of an eigenvalue of L = S - D counted as <= 0 (rounding)
-ONE_PLANE = (1.5, MIN_RANK)  # the head-mean ranks (in rank units) counted as one rotation plane (ours)
-FEW_DIMENSIONS = (1.5, 3.5)  # and as routing "in 2-3 dimensions" (ours: 2-3 dimensions with half a plane)
-D_MOVED_CV = 0.25  # gate (ours): D "moved" from its initialisation (all ones) when its mean CV is above this
-MIN_SIZES = 3  # a trend needs three sizes: two points always fit a line (the project's convention)
-MIN_SIZE_RATIO = 8.0  # and sizes spanning at least 8x in parameters (the project's convention; the paper's
-# trend runs 18M -> 355M, 20x; our cpu sizes are 2.3x apart)
-ALLOCATION_MARGIN_PCT = 1.0  # "at least as good as a control of the same total head dims": the measured
-# allocation's PPL change minus the control's, by seed, below +1 % PPL (ours, fixed before the run)
-DIVERGED = "gate: S-D without LayerNorm must not diverge"  # the rule column of the divergence gate
 SANITY = "sanity check (true by construction): "
 SMOKE = "smoke scale judges nothing (tiny models, a few dozen steps, one seed)"
+TRAINED = "trained model"  # the unit of every row about this run's models: (size, seed) or seed
 
 
 @dataclass(frozen=True, kw_only=True)
 class Evidence:
-    """The notebook's results, by name (keyword arguments only; :meth:`SDExperiment.claims` judges them).
+    """The notebook's results and the run's settings, by name (keyword arguments only).
 
-    ``runs``: the trained models by (size, variant, seed), diverged runs left out; ``losses``: final
-    validation loss per (size, variant, seed) (``final_losses``); ``heads``: every head's routing/filtering
-    statistics beside its random baseline (``head_analysis``); ``cascade`` / ``baseline``: per-layer routing
-    measures and their random antisymmetric baseline (``cascade``, ``cascade_baseline``); ``trend``: the
-    fraction of layers at minimum rank per (measure, size, variant, seed) (``scale_trend``); ``drift``: how
-    far D moved (``drift``); ``collapse``: PPL change of the truncations (``collapse``); ``linear``: ELU+1
-    linearisation (``linearisation``); ``realloc``: the head-dim reallocation (``reallocation``)."""
+    Tables: ``losses``: final validation loss per (size, variant, seed) (``final_losses``); ``heads``: every
+    head's routing/filtering statistics beside its random baseline (``head_analysis``); ``cascade`` /
+    ``baseline``: per-layer routing measures and their random antisymmetric baseline (``cascade``,
+    ``cascade_baseline``); ``trend``: the fraction of layers at minimum rank per (measure, size, variant,
+    seed) (``scale_trend``); ``drift``: how far D moved (``drift``); ``collapse``: PPL change of the
+    truncations (``collapse``); ``linear``: ELU+1 linearisation (``linearisation``); ``realloc``: the
+    head-dim reallocation (``reallocation``); ``draws``: per-head statistics of many draws of Gaussian
+    weights of each pretrained model's shapes (``random_draws``: ``model``, ``draw``, ``layer``, ``head`` and
+    the statistics).
 
-    runs: Runs
+    Settings (``SDExperiment.claims`` fills them from the run): ``scale``, ``sizes`` (in order), ``models``
+    (pretrained), ``probe`` and ``probe_layers`` (the linearisation size and its layer count),
+    ``sd_max_real`` (each trained S-D model's largest real part of an eigenvalue of L), ``diverged`` (the
+    (size, variant, seed) runs that diverged). ``runs``: the trained models, which only
+    ``SDExperiment.claims`` reads, to fill ``sd_max_real`` and ``diverged``."""
+
     losses: pd.DataFrame
     heads: pd.DataFrame
     cascade: pd.DataFrame
@@ -103,439 +74,142 @@ class Evidence:
     collapse: pd.DataFrame
     linear: pd.DataFrame
     realloc: pd.DataFrame
+    draws: pd.DataFrame | None = None
+    runs: Mapping[tuple[str, str, int], Any] = field(default_factory=dict)
+    scale: str = ""
+    sizes: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    probe: str = ""
+    probe_layers: int = 0
+    sd_max_real: tuple[float, ...] = ()
+    diverged: tuple[tuple[str, str, int], ...] = ()
 
 
-# Verdicts -------------------------------------------------------------------------------------------------
+def _not_judged(rows: list[Claim]) -> list[Claim]:
+    """``rows`` with every verdict "not testable here" at smoke scale (the evidence columns kept)."""
+    return [replace(c, verdict=replace(c.verdict, word=NOT_TESTABLE, why=SMOKE)) for c in rows]
 
 
-def _combine(parts: Mapping[str, Verdict]) -> Verdict:
-    """A conjunction of claims (every part must hold), naming the parts in the reason: does not hold when a
-    part does not, not testable when a part is not, holds when every part holds, inconclusive otherwise. The
-    evidence columns are those of the part that decides (the first such part; the first part when all hold),
-    so a row's interval always agrees with its word."""
-    for word in (DOES_NOT_HOLD, NOT_TESTABLE, INCONCLUSIVE):
-        which = [name for name, v in parts.items() if v.word == word]
-        if which:
-            why = "; ".join(f"{name}: {parts[name].why}" for name in which)
-            return replace(parts[which[0]], why=why)
-    first = next(iter(parts.values()))
-    return replace(first, why="; ".join(f"{name}: {v.why}" for name, v in parts.items()))
-
-
-def verdict_share_beyond_random(
-    trained: Mapping[str, tuple[int, int]], random: Mapping[str, float], threshold: float = MAJORITY
-) -> Verdict:
-    """Pretrained heads (the paper's per-head analysis): a share claim ("filtering dominates", "routing runs
-    at lower rank than filtering") in every pretrained model, beyond the same share for Gaussian weights of
-    the same shapes. ``trained``: per model (heads with the property, heads); ``random``: per model
-    the random-weight share (0-1, one seeded draw, taken as fixed). Each model's share is judged by
-    :func:`share_rule` against the larger of ``threshold`` (the claim's, e.g. a majority) and its random
-    share; across models an intersection-union test, as :func:`every_unit`: holds when every model's 95%
-    Wilson interval clears its null; does not hold when one model's interval at 1 - 0.05/k (k models) lies
-    below it; not testable when a model's null is the ceiling 1 and its share is 1 too (nothing can be
-    beyond); otherwise inconclusive, naming the open models. Evidence: the model whose interval reaches
-    least far above its null (its share, interval, heads and null)."""
-    if not trained:
-        raise ValueError("verdict_share_beyond_random() needs at least one model")
-    if set(trained) != set(random):
-        raise ValueError(
-            f"trained and random shares name different models: {sorted(trained)}, {sorted(random)}"
-        )
-    level = 1 - (1 - LEVEL) / len(trained)
-    nulls = {m: max(threshold, float(random[m])) for m in trained}
-    per = {m: share_rule(k, n, nulls[m]) for m, (k, n) in trained.items()}
-    ceiling = [m for m, (k, n) in trained.items() if nulls[m] >= 1.0 and k == n]
-    eps = 1e-9  # the Wilson bound of a share of 0 or 1 is 0 or 1 up to rounding
-    refuted = [
-        m for m, (k, n) in trained.items() if n and binomial_interval(k, n, level).high < nulls[m] - eps
-    ]
-    weakest = min(per, key=lambda m: per[m].low - nulls[m] if math.isfinite(per[m].low) else -math.inf)
-    rule = f"{SHARE}, in every model (null: the larger of {threshold:g} and the random-weight share)"
-    evidence = replace(per[weakest], rule=rule)
-
-    def named(models: list[str]) -> str:
-        return ", ".join(
-            f"{m} (vs its random-weight share {nulls[m]:.3g})" if nulls[m] > threshold else
-            f"{m} (vs the threshold {threshold:g})" for m in models
-        )  # fmt: skip
-
-    if refuted:  # the evidence: the first refuted model (its 95% interval lies below its null too)
-        why = f"the 95% interval lies below the null in {named(refuted)}"
-        return replace(per[refuted[0]], word=DOES_NOT_HOLD, why=why, rule=rule)
-    if ceiling:
-        why = (
-            "random weights of the same shapes have it in every head too (a ceiling) in "
-            f"{', '.join(ceiling)}: trained heads cannot be beyond them"
-        )
-        return replace(evidence, word=NOT_TESTABLE, why=why)
-    untestable = [m for m, v in per.items() if v.word == NOT_TESTABLE]
-    if untestable:
-        return replace(evidence, word=NOT_TESTABLE, why=f"no heads in {', '.join(untestable)}")
-    open_models = [m for m, v in per.items() if v.word != HOLDS]
-    if not open_models:
-        return replace(
-            evidence, word=HOLDS, why="beyond the threshold and the random-weight share in every model"
-        )
-    why = f"the 95% interval contains the null in {named(open_models)}; detectable {evidence.detectable:.3g}"
-    return replace(evidence, word=INCONCLUSIVE, why=why)
-
-
-def verdict_energy_beyond_random(
-    trained: Mapping[str, Mapping[Hashable, float]],
-    random: Mapping[str, Mapping[Hashable, float]],
-    threshold: float = MAJORITY,
-) -> Verdict:
-    """Pretrained heads (the paper's per-head analysis): "filtering dominates the spectral budget", from each
-    model's filtering energy ||F||_F^2 / ||W||_F^2 per head, keyed by (layer, head), beside Gaussian weights
-    of the same shapes (the same keys). The share of heads above 1/2 sits at the centre of the random null
-    (Gaussian forms give energies around 1/2), so the verdict compares the distributions' means: in every
-    model both parts must hold (:func:`_combine`), the trained heads' mean energy above ``threshold``
-    (:func:`mean_rule` over heads) and above the random heads' mean (:func:`paired_rule`, trained minus random
-    by (layer, head): the random heads are independent draws of the same shapes, so the pairing is arbitrary
-    and the paired t interval is a two-sample interval of the difference of the means). Heads are the units,
-    as in the share rule. Evidence: the deciding part's."""
-    if not trained:
-        raise ValueError("verdict_energy_beyond_random() needs at least one model")
-    if set(trained) != set(random):
-        raise ValueError(
-            f"trained and random heads name different models: {sorted(trained)}, {sorted(random)}"
-        )
-    parts: dict[str, Verdict] = {}
-    for model, energies in trained.items():
-        parts[f"{model}, mean energy above {threshold:g}"] = mean_rule(
-            list(energies.values()), "above", threshold
-        )
-        parts[f"{model}, above random weights"] = paired_rule(energies, random[model], "above", 0.0)
-    return _combine(parts)
-
-
-def verdict_every_head_unstable(
-    trained: Mapping[str, tuple[int, int]], random: Mapping[str, float]
-) -> Verdict:
-    """Pretrained heads: "every head is dynamically unstable" (an eigenvalue of W with positive real part),
-    per model (unstable heads, heads), beside the random-weight share (0-1). Every head is a census of the
-    model's fixed weights, so a model with a stable head refutes it exactly (:func:`exact_rule` on the count
-    of stable heads); otherwise the share must be beyond the random-weight share
-    (:func:`verdict_share_beyond_random` with threshold 0): not testable when random weights are unstable in
-    every head too (a ceiling)."""
-    if not trained:
-        raise ValueError("verdict_every_head_unstable() needs at least one model")
-    for m, (k, n) in trained.items():
-        if k < n:
-            return exact_rule(n - k, 0.5, "below", n=n, what=f"{m}: the count of stable heads")
-    return verdict_share_beyond_random(trained, random, threshold=0.0)
-
-
-def verdict_eigenvalues_stable(max_real: Sequence[float]) -> Verdict:
-    """Sanity check, S-D by construction: "every eigenvalue of L = S - D has real part <= 0", from each
-    trained S-D model's largest real part over its heads: :func:`exact_rule`, holds when the largest of them
-    lies below ``STABLE_TOLERANCE`` (rounding); not testable with no S-D model. n = the models."""
-    largest = max(max_real, default=math.nan)
-    return exact_rule(largest, STABLE_TOLERANCE, "below", n=len(max_real), what="the largest real part")
-
-
-def verdict_no_unstable_heads(unstable: int, heads: int) -> Verdict:
-    """Sanity check, S-D with a shared projection by construction: "no head's model-space form W^T L W has an
-    eigenvalue with positive real part", from the count of such heads among ``heads``: :func:`exact_rule`,
-    holds when the count is 0 (below 0.5); not testable without heads."""
-    if heads == 0:
-        return not_testable("no model with a shared projection finished", n=0, null=0.5, rule=EXACT)
-    return exact_rule(unstable, 0.5, "below", n=heads, what="the count of unstable heads")
-
-
-def verdict_trains_without_layernorm(
-    sd_gaps: Mapping[Hashable, float],
-    sa_gaps: Mapping[Hashable, float],
-    sd_diverged: int,
-    sa_diverged: int,
-) -> Verdict:
-    """ "S-D trains without LayerNorm (where standard attention suffers)", from the loss increase without vs
-    with LayerNorm (%) of S-D and of SA, by (size, seed), and the number of runs without LayerNorm that
-    diverged. Gates (kept): an S-D run without LayerNorm diverged: does not hold; only SA runs diverged:
-    holds. Otherwise :func:`paired_rule`: SA's gap minus S-D's, paired by name, must lie above 0."""
-    if sd_diverged:
-        return Verdict(DOES_NOT_HOLD, f"{sd_diverged} S-D run(s) without LayerNorm diverged",
-                       n=len(sd_gaps), null=0.0, rule=DIVERGED)  # fmt: skip
-    if sa_diverged:
-        return Verdict(HOLDS, f"{sa_diverged} SA run(s) without LayerNorm diverged, no S-D run did",
-                       n=len(sd_gaps), null=0.0, rule=DIVERGED)  # fmt: skip
-    if not sd_gaps and not sa_gaps:
-        return not_testable("no pair of runs without LayerNorm", n=0, null=0.0)
-    return paired_rule(sa_gaps, sd_gaps, "above", 0.0)
-
-
-def _band(values_by_size: Mapping[str, Sequence[float]], low: float, high: float) -> Verdict:
-    """Every size's mean within [low, high] (per size, its seeds' values): :func:`every_unit` below ``high``
-    and above ``low``, both must hold (:func:`_combine`; the rank measures of an antisymmetric matrix are at
-    least 2, so ``low`` rarely binds). Evidence: the deciding test's weakest size (the upper test's when
-    both hold)."""
-    if not values_by_size:
-        return not_testable("no size to measure", n=0, null=high)
-    upper = every_unit(values_by_size, "below", high)
-    lower = every_unit(values_by_size, "above", low)
-    v = _combine({f"below {high:g}": upper, f"above {low:g}": lower})
-    if v.word == HOLDS:
-        return replace(v, why=f"every size's 95% interval lies inside [{low:g}, {high:g}]")
-    return v
-
-
-def verdict_one_plane(values_by_size: Mapping[str, Sequence[float]]) -> Verdict:
-    """Spectral cascade (the paper's cascade figure): "layer 0's routing converges to one rotation plane",
-    from layer 0's head-mean routing measure in rank units per size and seed: every size within
-    ``ONE_PLANE`` (:func:`_band`)."""
-    return _band(values_by_size, *ONE_PLANE)
-
-
-def verdict_few_dimensions(values_by_size: Mapping[str, Sequence[float]]) -> Verdict:
-    """Spectral cascade: "middle layers route in 2-3 dimensions", from the middle layers' mean routing measure
-    in rank units per size (sizes with middle layers) and seed: every size within ``FEW_DIMENSIONS``
-    (:func:`_band`); not testable when no size has middle layers."""
-    if not values_by_size:
-        return not_testable("no size has middle layers", n=0, null=FEW_DIMENSIONS[1])
-    return _band(values_by_size, *FEW_DIMENSIONS)
-
-
-def verdict_last_layers_expand(margins: Sequence[float]) -> Verdict:
-    """Spectral cascade: "the last layers expand", from the margin of the last layer's routing measure (rank
-    units) over the larger of layer 0's and the middle layers' mean, one per trained model (size, seed):
-    :func:`mean_rule` above 0."""
-    if not margins:
-        return not_testable("no S-D model finished", n=0, null=0.0)
-    return mean_rule(margins, "above", 0.0)
-
-
-def verdict_grows_with_size(
-    params: Sequence[float], fractions: Mapping[Hashable, Sequence[float]]
-) -> Verdict:
-    """Scale trend (the paper: 33 % at 18M -> 92 % at 355M): "the fraction of layers at minimum rank grows
-    with size", from each seed's fractions at the sizes with ``params`` parameters: :func:`slope_rule`, one
-    slope per seed against log10(parameters) (fraction per decade), above 0. Not testable with fewer than
-    ``MIN_SIZES`` sizes or a span under ``MIN_SIZE_RATIO`` x, or with every seed's slope equal (e.g. every
-    size at 0 % or 100 %)."""
-    xs = [float(p) for p in params]
-    n = len(fractions)
-    if len(set(xs)) < MIN_SIZES:
-        return not_testable(f"{len(set(xs))} sizes; a trend needs {MIN_SIZES}", n=n, null=0.0, rule=SLOPE)
-    if max(xs) / min(xs) < MIN_SIZE_RATIO:
-        why = f"the sizes span {max(xs) / min(xs):.3g}x in parameters; a trend needs {MIN_SIZE_RATIO:g}x"
-        return not_testable(why, n=n, null=0.0, rule=SLOPE)
-    if not fractions:
-        return not_testable("no seed has every size", n=0, null=0.0, rule=SLOPE)
-    return slope_rule(np.log10(xs), fractions, "above", 0.0, min_points=MIN_SIZES)
-
-
-def verdict_cheap(changes: Sequence[float], d_cv: float) -> Verdict:
-    """Filtering collapse, S-D head space: "truncating D to one scalar per head is nearly free" (the paper:
-    +0.3 PPL), from the PPL change (%) per (size, seed): :func:`equivalence_rule` inside +-``CHEAP_PCT``.
-    Gate (kept): not testable when D barely left its initialisation (mean CV <= ``D_MOVED_CV``), where the
-    truncation is close to a no-op by construction (the evidence columns keep the equivalence test's)."""
-    if not changes:
-        return not_testable("no S-D model finished", n=0, null=0.0, margin=CHEAP_PCT)
-    v = equivalence_rule(changes, CHEAP_PCT)
-    if not d_cv > D_MOVED_CV:
-        why = f"D stayed near its initialisation (CV {d_cv:.2f} <= {D_MOVED_CV:g}): "
-        why += "truncating it is nearly a no-op"
-        return replace(v, word=NOT_TESTABLE, why=why)
-    return v
-
-
-def verdict_catastrophic(changes: Sequence[float]) -> Verdict:
-    """Filtering collapse, S-D head space: "removing routing (S = 0) is catastrophic", from the PPL change (%)
-    per (size, seed): :func:`mean_rule` above ``CATASTROPHIC_PCT``."""
-    if not changes:
-        return not_testable("no S-D model finished", n=0, null=CATASTROPHIC_PCT)
-    return mean_rule(changes, "above", CATASTROPHIC_PCT)
-
-
-def verdict_inversion(sd_diffs: Sequence[float], sa_diffs: Sequence[float]) -> Verdict:
-    """Filtering collapse, the same model-space truncations on both: "S-D and SA order the two truncations
-    oppositely" (S-D: filtering to a scalar costs less than removing routing; SA: more), from the PPL change
-    of filtering to a scalar minus that of removing routing (%), one per trained model (size, seed), for each.
-    Both parts must hold (:func:`_combine`): :func:`mean_rule` below 0 for S-D and above 0 for SA. Evidence:
-    the deciding part's (S-D's differences when both hold)."""
-    if not sd_diffs or not sa_diffs:
-        return not_testable("no pair of variants finished", n=0, null=0.0)
-    sd = mean_rule(sd_diffs, "below", 0.0)
-    sa = mean_rule(sa_diffs, "above", 0.0)
-    return _combine({"S-D": sd, "SA": sa})
-
-
-def tolerated(changes: Sequence[float], tolerance: float = LINEAR_TOLERANCE_PCT) -> int:
-    """Linearisation: the most leading layers whose replacement (and every smaller k's) stays within
-    ``tolerance``, from the PPL change (%) with the first k = 0, 1, ... layers linear (k = 0 is the model
-    itself, so the answer is -1 only when even that is out of tolerance)."""
-    within = 0
-    for change in changes:
-        if not change < tolerance:
-            break
-        within += 1
-    return within - 1
-
-
-def verdict_more_linear_layers(
-    k_sd: Mapping[Hashable, int], k_sa: Mapping[Hashable, int], n_layers: int
-) -> Verdict:
-    """Linearisation, post hoc (the paper: S-D's first 7 of 12 layers within 5 %, SA collapses by layer 3):
-    "S-D tolerates more leading ELU+1 layers than standard attention", from each variant's :func:`tolerated`
-    count by seed: :func:`paired_rule`, S-D minus SA paired by seed, above 0. Not testable when both tolerate
-    every layer in every seed (a ceiling)."""
-    if not k_sd and not k_sa:
-        return not_testable("no pair of models", n=0, null=0.0)
-    if set(k_sd) == set(k_sa) and all(k_sd[s] == k_sa[s] == n_layers for s in k_sd):
-        why = f"both stay within {LINEAR_TOLERANCE_PCT:g} % with every layer replaced (a ceiling)"
-        return replace(paired_rule(k_sd, k_sa, "above", 0.0), word=NOT_TESTABLE, why=why)
-    return paired_rule(k_sd, k_sa, "above", 0.0)
-
-
-def verdict_retrained_linear(changes: Sequence[float]) -> Verdict:
-    """Linearisation, retrained (the paper: ELU+1 on the first 4 of 12 layers within 1.4 % of the baseline):
-    "S-D with ELU+1 in the first third of its layers stays close to the baseline", from the retrained model's
-    PPL change (%) per seed: :func:`equivalence_rule` inside +-``CLOSE_PCT``; not testable without a
-    retrained model."""
-    if not changes:
-        return not_testable("no retrained model finished", n=0, null=0.0, margin=CLOSE_PCT)
-    return equivalence_rule(changes, CLOSE_PCT)
-
-
-def verdict_allocation_control(
-    measured: Mapping[Hashable, float], control: Mapping[Hashable, float], same_dims: bool
-) -> Verdict:
-    """Reallocation's control (a reviewer's): "the measured allocation is at least as good as a control with
-    the same total head dims" (spread evenly, or the measured dims shuffled across layers), from the PPL
-    change (%) of each retrained model by seed: :func:`paired_rule`, measured minus control paired by seed
-    (seeds where both finished), below ``ALLOCATION_MARGIN_PCT`` (non-inferiority). Not testable when the
-    control's head dims equal the measured ones (no allocation to compare) or no pair finished."""
-    if same_dims:
-        why = "the control's head dims equal the measured ones: no allocation to compare"
-        return not_testable(why, n=len(measured), null=ALLOCATION_MARGIN_PCT, rule=PAIRED)
-    seeds = [s for s in measured if s in control]
-    if not seeds:
-        return not_testable("no control retrained", n=0, null=ALLOCATION_MARGIN_PCT, rule=PAIRED)
-    pairs = {s: measured[s] for s in seeds}, {s: control[s] for s in seeds}
-    return paired_rule(*pairs, "below", ALLOCATION_MARGIN_PCT)
-
-
-def verdict_reallocation(
-    saved: Sequence[float], cost: Sequence[float], controls: Mapping[str, Verdict] | None = None
-) -> Verdict:
-    """Reallocation (the paper: 47-65 % fewer attention parameters for +3.9 % to +8.4 % PPL): "head dims from
-    measured rank save attention parameters at a small PPL cost", from the reallocated model's attention
-    parameters saved (%) and PPL change (%) per seed. Every part must hold (:func:`_combine`): the saving
-    (the same head dims in every seed, so exact: :func:`exact_rule`) at least the paper's smallest, 47 %; the
-    cost's :func:`mean_rule` below the paper's largest, +8.4 %; and each control's verdict in ``controls``
-    (:func:`verdict_allocation_control`: the measured allocation at least as good as the same total spread
-    evenly or shuffled). Gate (kept): not testable when the mean saving is 0 (every layer keeps the uniform
-    head dim). Evidence: the deciding part's (the PPL cost when all hold)."""
-    bound = PAPER_REALLOCATION["ppl_pct"][1]
-    if not cost:
-        return not_testable("no reallocated model finished", n=0, null=bound)
-    saved_mean = float(np.mean([float(s) for s in saved]))
-    cost_v = mean_rule(cost, "below", bound)
-    if saved_mean == 0:
-        why = "every layer's measured dimensions call for the uniform head dim: nothing to reallocate"
-        return replace(cost_v, word=NOT_TESTABLE, why=why)
-    smallest = PAPER_REALLOCATION["params_saved_pct"][0]
-    saving = exact_rule(saved_mean, smallest, "above", n=len(saved),
-                        what="the attention parameters saved (%)")  # fmt: skip
-    return _combine({"cost": cost_v, "saving": saving, **(controls or {})})
-
-
-# Claims rows ----------------------------------------------------------------------------------------------
-
-
-def claims(exp: SDExperiment, evidence: Evidence) -> list[Claim]:
+def claims(evidence: Evidence) -> list[Claim]:
     """Every claim of docs/papers/sd-routing.md, with a verdict computed from this run's measurements; at
     smoke scale every verdict is "not testable here" (the evidence columns are still filled)."""
     e = evidence
+    if not e.scale or e.draws is None:
+        raise ValueError(
+            "the Evidence lacks the run's settings or random draws: judge it with SDExperiment.claims"
+        )
     rows = [
-        *_claims_pretrained(exp, e.heads),
-        *_claims_stability(exp, e.runs, e.losses, e.heads),
-        *_claims_cascade(exp, e.cascade, e.baseline),
+        *_claims_pretrained(e.heads, e.draws, e.models),
+        *_claims_stability(e),
+        *_claims_cascade(e.cascade, e.baseline, e.sizes),
         *_claims_trend(e.trend),
         *_claims_collapse(e.collapse, e.drift),
-        *_claims_linear(exp, e.linear),
+        *_claims_linear(e.linear, e.probe, e.probe_layers),
         *_claims_realloc(e.realloc),
     ]
-    if exp.scale == "smoke":
-        rows = [replace(c, verdict=replace(c.verdict, word=NOT_TESTABLE, why=SMOKE)) for c in rows]
-    return rows
+    return _not_judged(rows) if e.scale == "smoke" else rows
 
 
-def _claims_pretrained(exp: SDExperiment, heads: pd.DataFrame) -> list[Claim]:
-    """The pooled pretrained rows (every model must have it), then, with more than one model, each model's
-    own rows (figure "scale: pretrained", :func:`pretrained_by_model`)."""
-    pre, models = _pretrained_flags(exp, heads)
-    rows = _pretrained_rows(pre, models, "pretrained")
-    if len(models) > 1:
-        rows += [row for model_rows in pretrained_by_model(exp, heads).values() for row in model_rows]
-    return rows
+# Pretrained heads -------------------------------------------------------------------------------------------
+
+#: The four pretrained claims: the head property (a column of :func:`_flags`), the claim, the paper's words.
+PRETRAINED_CLAIMS = (
+    ("dominant", "filtering dominates the spectral budget of pretrained heads (mean energy above 1/2 and "
+     "above random weights)", "filtering dominates"),
+    ("lower", "routing runs at lower rank than filtering (entropy rank)", "routing low rank"),
+    ("lower_stable", "routing runs at lower rank than filtering (stable rank)", "routing low rank"),
+    ("unstable", "every head is dynamically unstable (an eigenvalue of W with positive real part)",
+     "all heads"),
+)  # fmt: skip
 
 
-def _pretrained_flags(exp: SDExperiment, heads: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The pretrained heads of ``exp.models`` with one boolean column per claim, and the models that have
-    both trained and random-weight heads."""
-    pre = heads[heads["model"].isin(exp.models)]
-    flags = pre.assign(
-        dominant=pre["filtering_energy"] > 0.5,
-        lower=pre["routing_rank"] < pre["filtering_rank"],
-        lower_stable=pre["routing_stable_rank"] < pre["filtering_stable_rank"],
-        unstable=pre["n_unstable"] > 0,
+def _flags(heads: pd.DataFrame) -> pd.DataFrame:
+    """``heads`` with each head's property of the pretrained claims: filtering dominant (energy above 1/2),
+    routing below filtering rank (entropy, stable), unstable (an eigenvalue of W with positive real part)."""
+    return heads.assign(
+        dominant=heads["filtering_energy"] > 0.5,
+        lower=heads["routing_rank"] < heads["filtering_rank"],
+        lower_stable=heads["routing_stable_rank"] < heads["filtering_stable_rank"],
+        unstable=heads["n_unstable"] > 0,
     )
-    present = set(zip(pre["model"], pre["weights"], strict=True))
-    models = [m for m in exp.models if (m, "trained") in present and (m, "random init") in present]
-    return flags, models
 
 
-def _pretrained_rows(pre: pd.DataFrame, models: list[str], figure: str) -> list[Claim]:
-    """The four pretrained claims over ``models`` (each named by its description: package, precision, base
-    or instruct), each judged in every model against random weights of the same shapes."""
-    if not models:
-        return []
-    paper = f"{PAPER_HEADS}:"
-    rows = []
-    for flag, claim, number in (
-        ("dominant", "filtering dominates the spectral budget of pretrained heads (mean energy above 1/2 and "
-         "above random weights)",
-         "filtering dominates"),
-        ("lower", "routing runs at lower rank than filtering (entropy rank)", "routing low rank"),
-        ("lower_stable", "routing runs at lower rank than filtering (stable rank)", "routing low rank"),
-        ("unstable", "every head is dynamically unstable (an eigenvalue of W with positive real part)",
-         "all heads"),
-    ):  # fmt: skip
-        g = pre[pre["model"].isin(models)].groupby(["model", "weights"], sort=False)[flag]
-        k, n, share = g.sum(), g.size(), 100 * g.mean()
-        ours = "; ".join(
-            f"{describe(m)}: {share[m, 'trained']:.1f} % of {n[m, 'trained']} heads (random weights "
-            f"{share[m, 'random init']:.1f} %)"
-            for m in models
-        )
-        counts = {m: (int(k[m, "trained"]), int(n[m, "trained"])) for m in models}
-        random = {m: float(share[m, "random init"]) / 100 for m in models}
-        if flag == "unstable":
-            verdict = verdict_every_head_unstable(counts, random)
-        elif flag == "dominant":
-            verdict = _energy_verdict(pre, models)
-            ours += "; mean filtering energy: " + _energy_means(pre, models)
+def _model_rows(heads: pd.DataFrame, draws: pd.DataFrame, model: str) -> dict[str, tuple[Verdict, str]]:
+    """One model's verdict and text for each pretrained claim (by property): its trained heads against the
+    per-draw statistics of Gaussian weights of the same shapes."""
+    trained = _flags(heads[(heads["model"] == model) & (heads["weights"] == "trained")])
+    mine = draws[draws["model"] == model]
+    columns = ["filtering_energy", "dominant", "lower", "lower_stable", "unstable"]
+    per_draw = _flags(mine).groupby("draw")[columns].mean() if len(mine) else pd.DataFrame(columns=columns)
+    n, who = len(trained), describe(model)
+    out = {}
+    for flag, _, _ in PRETRAINED_CLAIMS:
+        k, random = int(trained[flag].sum()), per_draw[flag].astype(float)
+        median = f"{100 * random.median():.1f} %" if len(random) else "-"
+        text = (f"{who}: {100 * k / max(n, 1):.1f} % of {n} heads (random weights: median {median} of "
+                f"{len(random)} draws)")  # fmt: skip
+        if flag == "dominant":
+            energies = trained["filtering_energy"].astype(float).tolist()
+            means = per_draw["filtering_energy"].astype(float)
+            verdict = rules.verdict_energy_beyond_random(energies, means.tolist())
+            text += (
+                f"; mean filtering energy {_mean(energies):.3f} (random weights: median {means.median():.3f})"
+            )
+        elif flag == "unstable":
+            verdict = rules.verdict_every_head_unstable(k, n)
         else:
-            verdict = verdict_share_beyond_random(counts, random, MAJORITY)
-        rows.append(Claim(figure, claim, f"{paper} {number}", f"heads with it: {ours}", verdict))
-    return rows
-
-
-def pretrained_by_model(exp: SDExperiment, heads: pd.DataFrame) -> dict[str, list[Claim]]:
-    """Each pretrained model's own rows of the four pretrained claims (figure "scale: pretrained"), judged by
-    the same rules on that model alone, by model; at smoke scale every verdict is "not testable here"."""
-    pre, models = _pretrained_flags(exp, heads)
-    out = {m: _pretrained_rows(pre, [m], "scale: pretrained") for m in models}
-    if exp.scale == "smoke":
-        out = {
-            m: [replace(c, verdict=replace(c.verdict, word=NOT_TESTABLE, why=SMOKE)) for c in rows]
-            for m, rows in out.items()
-        }
+            verdict = rules.verdict_share_beyond_random(k, n, random.tolist())
+        out[flag] = (verdict, text)
     return out
 
 
-def pretrained_scale_table(exp: SDExperiment, heads: pd.DataFrame) -> pd.DataFrame:
+def _present(heads: pd.DataFrame, models: Sequence[str]) -> list[str]:
+    """The pretrained ``models`` with trained heads in ``heads``."""
+    have = set(heads.loc[heads["weights"] == "trained", "model"])
+    return [m for m in models if m in have]
+
+
+def _claims_pretrained(heads: pd.DataFrame, draws: pd.DataFrame, models: Sequence[str]) -> list[Claim]:
+    """The four pretrained claims in every model (:func:`rules.every_model`, unit: pretrained model), then,
+    with more than one model, each model's own rows (figure "scale: pretrained", unit: head)."""
+    present = _present(heads, models)
+    if not present:
+        return []
+    each = {m: _model_rows(heads, draws, m) for m in present}
+    rows = [
+        Claim("pretrained", claim, f"{PAPER_HEADS}: {number}",
+              "heads with it: " + "; ".join(each[m][flag][1] for m in present),
+              rules.every_model({m: each[m][flag][0] for m in present}), unit="pretrained model")
+        for flag, claim, number in PRETRAINED_CLAIMS
+    ]  # fmt: skip
+    if len(present) > 1:
+        rows += [row for model_rows in _by_model(each).values() for row in model_rows]
+    return rows
+
+
+def _by_model(each: Mapping[str, Mapping[str, tuple[Verdict, str]]]) -> dict[str, list[Claim]]:
+    return {
+        m: [Claim("scale: pretrained", claim, f"{PAPER_HEADS}: {number}",
+                  f"heads with it: {verdicts[flag][1]}", verdicts[flag][0], unit="head")
+            for flag, claim, number in PRETRAINED_CLAIMS]
+        for m, verdicts in each.items()
+    }  # fmt: skip
+
+
+def pretrained_by_model(
+    heads: pd.DataFrame, draws: pd.DataFrame, models: Sequence[str], scale: str
+) -> dict[str, list[Claim]]:
+    """Each pretrained model's own rows of the four pretrained claims (figure "scale: pretrained", unit:
+    head), judged by the same rules on that model alone, by model; at smoke scale every verdict is "not
+    testable here"."""
+    present = _present(heads, models)
+    out = _by_model({m: _model_rows(heads, draws, m) for m in present})
+    return {m: _not_judged(rows) for m, rows in out.items()} if scale == "smoke" else out
+
+
+def pretrained_scale_table(
+    heads: pd.DataFrame, draws: pd.DataFrame, models: Sequence[str], scale: str
+) -> pd.DataFrame:
     """The scale view of :func:`pretrained_by_model`: one row per (claim, model), smallest model first, with
     the model's parameter count (the ``parameters`` column of its heads) and description, and its verdict's
     word, estimate, 95% interval, null and n (``attnlab.runner.scale_figure`` draws it)."""
@@ -544,62 +218,33 @@ def pretrained_scale_table(exp: SDExperiment, heads: pd.DataFrame) -> pd.DataFra
         {"claim": row.claim, "model": model, "description": describe(model),
          "parameters": int(sizes[model]), "verdict": row.verdict.word, "estimate": row.verdict.estimate,
          "low": row.verdict.low, "high": row.verdict.high, "null": row.verdict.null, "n": row.verdict.n}
-        for model, rows in pretrained_by_model(exp, heads).items()
+        for model, rows in pretrained_by_model(heads, draws, models, scale).items()
         for row in rows
     ]  # fmt: skip
     return pd.DataFrame(records).sort_values(["claim", "parameters"], kind="stable", ignore_index=True)
 
 
-def _energies(pre: pd.DataFrame, model: str, weights: str) -> dict[Hashable, float]:
-    """One model's filtering energy per head, keyed by (layer, head)."""
-    sub = pre[(pre["model"] == model) & (pre["weights"] == weights)]
-    return {(int(r.layer), int(r.head)): float(r.filtering_energy) for r in sub.itertuples()}
+# Sanity checks and LayerNorm --------------------------------------------------------------------------------
 
 
-def _energy_verdict(pre: pd.DataFrame, models: Sequence[str]) -> Verdict:
-    return verdict_energy_beyond_random(
-        {m: _energies(pre, m, "trained") for m in models},
-        {m: _energies(pre, m, "random init") for m in models},
-    )
-
-
-def _energy_means(pre: pd.DataFrame, models: Sequence[str]) -> str:
-    means = pre.groupby(["model", "weights"])["filtering_energy"].mean()
-    return "; ".join(
-        f"{describe(m)}: {means[m, 'trained']:.3f} (random weights {means[m, 'random init']:.3f})"
-        for m in models
-    )
-
-
-def _claims_stability(
-    exp: SDExperiment, runs: Runs, losses: pd.DataFrame, heads: pd.DataFrame
-) -> list[Claim]:
-    sd_runs = [r for (_, v, _), r in runs.items() if v in SD_VARIANTS]
-    eigen = verdict_eigenvalues_stable([sd_heads(r.model)["max_real"].max() for r in sd_runs])
+def _claims_stability(e: Evidence) -> list[Claim]:
+    eigen = rules.verdict_eigenvalues_stable(list(e.sd_max_real))
     rows = [
-        Claim(
-            "S-D",
-            SANITY + "every eigenvalue of L = S - D has real part <= 0",
-            "by construction",
-            f"largest real part over all heads of the trained S-D models: {eigen.estimate:.2e}",
-            eigen,
-        )
-    ]
-    shared = heads[(heads["source"] == "sd-shared") & (heads["weights"] == "trained")]
+        Claim("S-D", SANITY + "every eigenvalue of L = S - D has real part <= 0", "by construction",
+              f"largest real part over all heads of the trained S-D models: {eigen.estimate:.2e}", eigen,
+              unit=TRAINED),
+    ]  # fmt: skip
+    shared = e.heads[(e.heads["source"] == "sd-shared") & (e.heads["weights"] == "trained")]
     unstable = int((shared["n_unstable"] > 0).sum())
     rows.append(
-        Claim(
-            "S-D",
-            SANITY + "with a shared projection no head's model-space form W^T L W is unstable",
-            "by construction (our variant)",
-            f"unstable heads of the trained shared-projection models: {unstable} of {len(shared)}",
-            verdict_no_unstable_heads(unstable, len(shared)),
-        )
-    )
-    wide = losses.pivot_table(index=["size", "seed"], columns="variant", values="loss")
-    diverged = exp.diverged(runs)
-    sd_failed = [k for k in diverged if k[1] == "sd-noln"]
-    sa_failed = [k for k in diverged if k[1] == "sa-noln"]
+        Claim("S-D", SANITY + "with a shared projection no head's model-space form W^T L W is unstable",
+              "by construction (our variant)",
+              f"unstable heads of the trained shared-projection models: {unstable} of {len(shared)}",
+              rules.verdict_no_unstable_heads(unstable, len(shared)), unit="head")
+    )  # fmt: skip
+    wide = e.losses.pivot_table(index=["size", "seed"], columns="variant", values="loss")
+    sd_failed = [k for k in e.diverged if k[1] == "sd-noln"]
+    sa_failed = [k for k in e.diverged if k[1] == "sa-noln"]
     if {"sd", "sd-noln", "sa", "sa-noln"} <= set(wide.columns):
         both = wide.dropna(subset=["sd", "sd-noln", "sa", "sa-noln"])
         sd_gaps = 100 * (both["sd-noln"] / both["sd"] - 1)
@@ -613,16 +258,15 @@ def _claims_stability(
         ours, sd_by, sa_by = "no pair of models with and without LayerNorm finished", {}, {}
     if sd_failed or sa_failed:
         ours += f"; diverged: {sd_failed + sa_failed}"
+    verdict = rules.verdict_trains_without_layernorm(sd_by, sa_by, len(sd_failed), len(sa_failed))
     rows.append(
-        Claim(
-            "S-D",
-            "S-D attention trains without LayerNorm (control: SA without LayerNorm)",
-            "trains (no number given)",
-            ours,
-            verdict_trains_without_layernorm(sd_by, sa_by, len(sd_failed), len(sa_failed)),
-        )
-    )
+        Claim("S-D", "S-D attention trains without LayerNorm (control: SA without LayerNorm)",
+              "trains (no number given)", ours, verdict, unit=TRAINED)
+    )  # fmt: skip
     return rows
+
+
+# Spectral cascade -------------------------------------------------------------------------------------------
 
 
 def _rank_units(column: str, values: pd.Series) -> pd.Series:
@@ -676,32 +320,7 @@ def _grouped(values: Mapping[Unit, float]) -> dict[str, list[float]]:
     return out
 
 
-def verdict_beyond_sa(
-    sd_verdict: Verdict, sd: Mapping[Unit, float], sa: Mapping[Unit, float], side: Side, what: str
-) -> Verdict:
-    """A cascade claim judged against standard attention's own routing part (the model-space R of the SA
-    variant with the same LayerNorm) under the same measure (a reviewer's control: SA's R is low rank too).
-    Both parts must hold (:func:`_combine`): the S-D claim itself (``sd_verdict``) and :func:`paired_rule`
-    on S-D's value minus SA's, paired by (size, seed), on ``side`` of 0 (``"below"``: S-D's routing is lower
-    rank than SA's; ``"above"``: S-D's last layers expand more). Where the S-D part holds and the SA part does
-    not, the reason says plainly that ``what`` is not specific to S-D."""
-    common = [u for u in sd if u in sa]
-    if not common:
-        vs_sa = not_testable("no SA model paired with the S-D models", n=0, null=0.0)
-    else:
-        vs_sa = paired_rule({u: sd[u] for u in common}, {u: sa[u] for u in common}, side, 0.0)
-    verdict = _combine({"S-D": sd_verdict, "S-D vs SA's routing part": vs_sa})
-    if sd_verdict.word == HOLDS and vs_sa.word != HOLDS:
-        sa_mean = _mean([sa[u] for u in common]) if common else math.nan
-        verdict = replace(
-            verdict,
-            why=f"{what} is not specific to S-D: SA's routing part shows it too (SA mean {sa_mean:.2f}); "
-            + verdict.why,
-        )
-    return verdict
-
-
-def _claims_cascade(exp: SDExperiment, cascade: pd.DataFrame, baseline: pd.DataFrame) -> list[Claim]:
+def _claims_cascade(cascade: pd.DataFrame, baseline: pd.DataFrame, order: Sequence[str]) -> list[Claim]:
     claims = []
     for column, measure in MEASURE_COLUMNS.items():
         for variant in SD_VARIANTS:
@@ -709,7 +328,7 @@ def _claims_cascade(exp: SDExperiment, cascade: pd.DataFrame, baseline: pd.DataF
             if sub.empty:
                 continue
             control = CASCADE_CONTROL[variant]
-            sizes = [s for s in exp.sizes if s in set(sub["size"])]
+            sizes = [s for s in order if s in set(sub["size"])]
             sd = cascade_parts(sub.assign(value=_rank_units(column, sub[column])), sizes)
             ctl = cascade[cascade["variant"] == control]
             sa = cascade_parts(ctl.assign(value=_rank_units(column, ctl[column])), sizes)
@@ -728,7 +347,10 @@ def _claims_cascade(exp: SDExperiment, cascade: pd.DataFrame, baseline: pd.DataF
                     "layer 0 effective rank 2, 7M-355M",
                     f"layer 0{unit}: {_means(first)}; {vs}: {_means(_grouped(sa.first))}; random S of the "
                     f"same d: {rand_text}",
-                    verdict_beyond_sa(verdict_one_plane(first), sd.first, sa.first, "below", "one plane"),
+                    rules.verdict_beyond_sa(
+                        rules.verdict_one_plane(first), sd.first, sa.first, "below", "one plane"
+                    ),
+                    unit=TRAINED,
                 ),
                 Claim(
                     "cascade",
@@ -736,13 +358,14 @@ def _claims_cascade(exp: SDExperiment, cascade: pd.DataFrame, baseline: pd.DataF
                     "effective rank 2-3",
                     f"middle layers{unit}: {_means(middle) or 'no size has middle layers'}; {vs}: "
                     f"{_means(_grouped(sa.middle)) or '-'}",
-                    verdict_beyond_sa(
-                        verdict_few_dimensions(middle),
+                    rules.verdict_beyond_sa(
+                        rules.verdict_few_dimensions(middle),
                         sd.middle,
                         sa.middle,
                         "below",
                         "routing in 2-3 dimensions",
                     ),
+                    unit=TRAINED,
                 ),
                 Claim(
                     "cascade",
@@ -757,13 +380,14 @@ def _claims_cascade(exp: SDExperiment, cascade: pd.DataFrame, baseline: pd.DataF
                         f"{s} {_mean(v):.2f} vs {_mean(_grouped(sa.first)[s]):.2f}"
                         for s, v in _grouped(sa.last).items()
                     ),
-                    verdict_beyond_sa(
-                        verdict_last_layers_expand(list(sd.margin.values())),
+                    rules.verdict_beyond_sa(
+                        rules.verdict_last_layers_expand(list(sd.margin.values())),
                         sd.margin,
                         sa.margin,
                         "above",
                         "the expansion",
                     ),  # fmt: skip
+                    unit=TRAINED,
                 ),
             ]
     return claims
@@ -785,7 +409,8 @@ def _claims_trend(trend: pd.DataFrame) -> list[Claim]:
                 f"the fraction of layers at minimum rank grows with size ({LABELS[variant]}, {measure})",
                 "33 % at 18M -> 92 % at 355M",
                 f"layers at rank <= {MIN_RANK}: {ours}",
-                verdict_grows_with_size(order.tolist(), by_seed),
+                rules.verdict_grows_with_size(order.tolist(), by_seed),
+                unit=TRAINED,
             )
         )
     return claims
@@ -808,14 +433,16 @@ def _claims_collapse(collapse: pd.DataFrame, drift: pd.DataFrame) -> list[Claim]
                 f"{LABELS[variant]}: truncating D to its mean (head space) is nearly free",
                 f"+{PAPER_FILTER_TRUNCATION_PPL} PPL",
                 f"PPL change: {_means(_by_size(filt))}; D's coefficient of variation {cv:.2f}",
-                verdict_cheap(filt.tolist(), cv),
+                rules.verdict_cheap(filt.tolist()),
+                unit=TRAINED,
             ),
             Claim(
                 "collapse",
                 f"{LABELS[variant]}: removing routing, S = 0 (head space), is catastrophic",
                 "catastrophic",
                 f"PPL change: {_means(_by_size(rout))}",
-                verdict_catastrophic(rout.tolist()),
+                rules.verdict_catastrophic(rout.tolist()),
+                unit=TRAINED,
             ),
         ]
     present = set(wide.index.droplevel([2, 3]))
@@ -836,16 +463,16 @@ def _claims_collapse(collapse: pd.DataFrame, drift: pd.DataFrame) -> list[Claim]
                 f"a scalar than to removing routing, {LABELS[sa]} more",
                 "S-D: filtering truncation nearly free, routing removal catastrophic; SA: the inverse",
                 f"PPL change (%), model space: {text}",
-                verdict_inversion(diffs[sd].tolist(), diffs[sa].tolist()),
+                rules.verdict_inversion(diffs[sd].tolist(), diffs[sa].tolist()),
+                unit=TRAINED,
             )
         )
     return claims
 
 
-def _claims_linear(exp: SDExperiment, linear: pd.DataFrame) -> list[Claim]:
+def _claims_linear(linear: pd.DataFrame, probe: str, n: int) -> list[Claim]:
     if linear.empty:
         return []
-    n = exp.preset.sizes[exp.probe].model.n_layer
     post = linear[linear["mode"] == "post hoc"]
     counts = {
         v: post[post["variant"] == v].sort_values("k").groupby("seed")["ppl change %"].apply(
@@ -863,9 +490,10 @@ def _claims_linear(exp: SDExperiment, linear: pd.DataFrame) -> list[Claim]:
                 f"{LABELS[variant]} tolerates more leading ELU+1 layers than standard attention (post hoc)",
                 f"S-D: first {PAPER_LINEAR['layers']} of {PAPER_LINEAR['of']} layers < 5 % PPL; SA collapses "
                 "by layer 3",
-                f"{exp.probe}, most leading layers within 5 % per seed: {LABELS[variant]} "
+                f"{probe}, most leading layers within 5 % per seed: {LABELS[variant]} "
                 f"{list(k_sd.values())}, SA {list(k_sa.values())} (of {n})",
-                verdict_more_linear_layers(k_sd, k_sa, n),
+                rules.verdict_more_linear_layers(k_sd, k_sa, n),
+                unit=TRAINED,
             )
         )
     retrained = linear[(linear["mode"] == "retrained") & (linear["k"] > 0)]
@@ -882,8 +510,11 @@ def _claims_linear(exp: SDExperiment, linear: pd.DataFrame) -> list[Claim]:
                     "baseline (retrained)",
                     f"first {PAPER_LINEAR['elu_layers']} of {PAPER_LINEAR['of']} layers within "
                     f"{PAPER_LINEAR['elu_pct']} %",
-                    f"{exp.probe}, first {k} of {n} layers, retrained (seed mean): {ours}",
-                    verdict_retrained_linear(at_k.loc[at_k["variant"] == variant, "ppl change %"].tolist()),
+                    f"{probe}, first {k} of {n} layers, retrained (seed mean): {ours}",
+                    rules.verdict_retrained_linear(
+                        at_k.loc[at_k["variant"] == variant, "ppl change %"].tolist()
+                    ),
+                    unit=TRAINED,
                 )
             )
     return claims
@@ -906,7 +537,7 @@ def _claims_realloc(realloc: pd.DataFrame) -> list[Claim]:
             dims = ctl["head dims"].iloc[0] if len(ctl) else "-"
             same = len(ctl) > 0 and dims == sub["head dims"].iloc[0]
             by_seed = ctl.set_index("seed")["ppl change %"].to_dict()
-            controls[f"vs {name}"] = verdict_allocation_control(measured, by_seed, same)
+            controls[f"vs {name}"] = rules.verdict_allocation_control(measured, by_seed, same)
             text.append(f"{name} ({dims}) PPL {signed(ctl['ppl change %'].mean(), 1) if len(ctl) else '-'} %")
         claims.append(
             Claim(
@@ -917,9 +548,10 @@ def _claims_realloc(realloc: pd.DataFrame) -> list[Claim]:
                 "47-65 % fewer attention parameters for +3.9 % to +8.4 % PPL",
                 f"head dims {sub['head dims'].iloc[0]}: {saved:.0f} % fewer attention parameters, "
                 f"PPL {signed(cost, 1)} % (seed mean); controls: {'; '.join(text)}",
-                verdict_reallocation(
+                rules.verdict_reallocation(
                     sub["attn params saved %"].tolist(), sub["ppl change %"].tolist(), controls
                 ),
+                unit=TRAINED,
             )
         )
     return claims

@@ -61,8 +61,7 @@ from attnlab.training.cache import RunSpec, cached_result, check_corpus, corpus_
 from attnlab.training.launch import launch, micro_rows
 from attnlab.training.trainer import TrainResult, evaluate, validation_windows
 
-# claims are judged after the computation: imported where used, outside the results' code keys
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # claims are judged after computing: imported where used, outside the code keys
     from attnlab.papers.sd_routing import claims as sd_claims  # judged after computing
     from attnlab.runner.claims import Claim
 
@@ -522,23 +521,31 @@ class SDExperiment(PaperExperiment):
 
     # Claims -------------------------------------------------------------------------------------------
 
-    def pretrained_scale(self, heads: pd.DataFrame) -> pd.DataFrame:
+    def pretrained_scale(self, heads: pd.DataFrame, draws: pd.DataFrame | None = None) -> pd.DataFrame:
         """Each pretrained claim judged on each model alone, against its parameter count: one row per (claim,
         model) (:func:`attnlab.papers.sd_routing.claims.pretrained_scale_table`; ``heads``: this run's
-        :meth:`head_analysis`), for ``attnlab.runner.scale_figure``."""
+        :meth:`head_analysis`, ``draws``: its :meth:`random_draws` when not given)."""
         from attnlab.papers.sd_routing import claims as sd_claims  # judged after computing
 
-        return sd_claims.pretrained_scale_table(self, heads)
+        draws = self.random_draws() if draws is None else draws
+        return sd_claims.pretrained_scale_table(heads, draws, self.models, self.scale)
 
     def claims(self, evidence: sd_claims.Evidence) -> list[Claim]:
-        """Every claim of docs/papers/sd-routing.md, with a verdict computed from this run's measurements,
-        passed by name (:class:`attnlab.papers.sd_routing.claims.Evidence`;
-        :func:`attnlab.papers.sd_routing.claims.claims`)."""
+        """Every claim of docs/papers/sd-routing.md (:func:`attnlab.papers.sd_routing.claims.claims`) from
+        this run's measurements, passed by name (``Evidence``) and completed with the run's settings, each S-D
+        model's largest real part of L's eigenvalues, the diverged runs and (unless given) the draws."""
         from attnlab.papers.sd_routing import claims as sd_claims  # judged after computing
 
         if not isinstance(evidence, sd_claims.Evidence):
             raise TypeError(f"claims() takes one sd_routing.claims.Evidence; got {type(evidence).__name__}")
-        return sd_claims.claims(self, evidence)
+        runs, sd = evidence.runs, SD_VARIANTS
+        largest = tuple(float(sd_heads(r.model)["max_real"].max()) for k, r in runs.items() if k[1] in sd)
+        return sd_claims.claims(replace(
+            evidence, scale=self.scale, sizes=self.sizes, models=self.models, probe=self.probe,
+            probe_layers=self.preset.sizes[self.probe].model.n_layer, sd_max_real=largest,
+            diverged=tuple(self.diverged(dict(runs))),
+            draws=self.random_draws() if evidence.draws is None else evidence.draws,
+        ))  # fmt: skip
 
 
 def configure(
