@@ -28,7 +28,7 @@ class Threshold:
     """One registered threshold (see the module's docstring)."""
 
     key: str  # <paper>.<NAME>, the constant's name in the paper's rules
-    value: float
+    value: float | tuple[float, float]  # a threshold or margin, or a band (low, high)
     meaning: str
     origin: Origin
     fixed_in: str  # the commit that set the current value
@@ -263,6 +263,33 @@ REGISTRY: dict[str, Threshold] = {
             "ea7c3a1",
         ),
         _T(
+            "sd_routing.CLOSE_PCT",
+            1.4,
+            "'stays close to the baseline' (ELU+1 on the first layers): equivalence margin in % PPL",
+            "paper",
+            "95eb220",
+            "3bc1fe6",
+            "ea7c3a1",
+        ),
+        _T(
+            "sd_routing.ONE_PLANE",
+            (1.5, 2.5),
+            "the head-mean ranks (rank units) counted as one rotation plane",
+            "ours",
+            "0bde1c8",
+            "1ffb90e",
+            "ea7c3a1",
+        ),
+        _T(
+            "sd_routing.FEW_DIMENSIONS",
+            (1.5, 3.5),
+            "routing 'in 2-3 dimensions': the band of head-mean ranks, half a plane either side",
+            "ours",
+            "0bde1c8",
+            "1ffb90e",
+            "ea7c3a1",
+        ),
+        _T(
             "sd_routing.ALLOCATION_MARGIN_PCT",
             1.0,
             "'at least as good as a control': margin in % PPL",
@@ -323,11 +350,31 @@ REGISTRY: dict[str, Threshold] = {
 }
 
 
-def value(key: str) -> float:
-    """The registered value of ``key`` (``<paper>.<NAME>``); a KeyError names the registry."""
+def _entry(key: str) -> Threshold:
     if key not in REGISTRY:
         raise KeyError(f"{key!r} is not in attnlab.runner.thresholds.REGISTRY; register it there first")
-    return REGISTRY[key].value
+    return REGISTRY[key]
+
+
+def value(key: str) -> float:
+    """The registered value of ``key`` (``<paper>.<NAME>``); a KeyError names the registry."""
+    found = _entry(key).value
+    if isinstance(found, tuple):
+        raise TypeError(f"{key} is a band {found}: read it with band()")
+    return found
+
+
+def band(key: str) -> tuple[float, float]:
+    """The registered band ``(low, high)`` of ``key``."""
+    found = _entry(key).value
+    if not isinstance(found, tuple):
+        raise TypeError(f"{key} is a single value {found}: read it with value()")
+    return found
+
+
+def shown(found: float | tuple[float, float]) -> str:
+    """A registered value as the docs and reasons print it (a band as low-high)."""
+    return f"{found[0]:g}-{found[1]:g}" if isinstance(found, tuple) else f"{found:g}"
 
 
 def posthoc(key: str, at_threshold: Verdict, at_plain_null: Verdict) -> Verdict:
@@ -339,8 +386,8 @@ def posthoc(key: str, at_threshold: Verdict, at_plain_null: Verdict) -> Verdict:
     if not t.posthoc:
         return at_threshold
     note = (
-        f"; threshold {t.value:g} ({key.split('.')[1]}) fixed in {t.fixed_in} after table {t.seen_before} "
-        f"had been seen; at the plain null ({at_plain_null.null:g}): {at_plain_null.word}"
+        f"; threshold {shown(t.value)} ({key.split('.')[1]}) fixed in {t.fixed_in} after table "
+        f"{t.seen_before} had been seen; at the plain null ({at_plain_null.null:g}): {at_plain_null.word}"
     )
     return replace(at_threshold, why=at_threshold.why + note)
 
@@ -353,7 +400,7 @@ def markdown() -> str:
     ]
     for t in REGISTRY.values():
         lines.append(
-            f"| `{t.key}` | {t.value:g} | {t.meaning} | {t.origin} | {t.fixed_in} | {t.first_table} | "
+            f"| `{t.key}` | {shown(t.value)} | {t.meaning} | {t.origin} | {t.fixed_in} | {t.first_table} | "
             f"{t.seen_before or '-'} | {'yes' if t.posthoc else 'no'} |"
         )
     return "\n".join(lines) + "\n"
