@@ -369,10 +369,12 @@ def test_paper_presets_follow_the_sheet():
         assert (p.fixed.lr, p.fixed.epochs, p.fixed.batches_per_epoch) == (1e-2, 500, 250)
         assert (p.sva.epochs, p.sva.lr, p.sva.momentum, p.sva.qk_scale) == (15, 5e-4, 0.99, 100.0)
         assert p.squad.qk_scale == 20.0
-    # SQuAD: gpu runs the configuration measured to learn at cpu scale on every test question; paper is the
-    # authors' model size with their answer-only loss
+    # SQuAD: gpu runs the cpu model and loss for 6,000 steps on every test question (cpu stops at 1,500: the
+    # baseline memorises the 660 training questions by then, docs/papers/qk-speed.md); paper is the authors'
+    # model size with their answer-only loss
     cpu, gpu, paper = (qk_speed.PRESETS[s].squad for s in ("cpu", "gpu", "paper"))
-    assert (gpu.model, gpu.train, gpu.prompt_weight) == (cpu.model, cpu.train, cpu.prompt_weight)
+    assert (gpu.model, gpu.prompt_weight) == (cpu.model, cpu.prompt_weight)
+    assert gpu.train == replace(cpu.train, steps=6000, warmup_steps=300, eval_every=6000)
     assert gpu.test_limit is None and cpu.prompt_weight > 0
     m = paper.model
     assert (m.n_layer, m.d_model, m.n_head, m.d_ff, paper.prompt_weight) == (6, 300, 6, 1200, 0)
