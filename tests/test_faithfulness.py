@@ -575,18 +575,30 @@ def test_cost_budget_keeps_the_naive_line():
     assert len(naive_ok) >= 2  # the cost figure's naive line has more than one point at cpu scale
 
 
+def test_the_timing_claim_pairs_at_least_two_lengths_at_every_scale():
+    """The paired timing runs where the naive tensor fits its own cap: at least two lengths at every scale
+    (cpu: 128 and 256, whose naive tensors take 0.34 and 1.36 GB), and at least two repeats each."""
+    from attnlab.papers.contribution_weights import PRESETS
+    from attnlab.papers.contribution_weights.cost import terms_gb
+
+    for name, p in PRESETS.items():
+        paired = [T for T in p.bench_lengths if terms_gb(9, T, 576) <= p.bench_pair_max_gb]
+        assert len(paired) >= 2 and p.bench_pair_repeats >= 2, name
+    assert [T for T in PRESETS["cpu"].bench_lengths if terms_gb(9, T, 576) <= 2.0] == [128, 256]
+
+
 def test_cost_reads_a_pinned_models_shape_from_its_local_folder(tmp_path, monkeypatch):
     """`cost()` with `model=gemma3-270m` once asked the hub for a config named "gemma3-270m" (and failed
     offline): a pinned name's shape comes from its verified local folder, never the hub."""
     from transformers import LlamaConfig
 
     from attnlab import hf
-    from attnlab.papers.contribution_weights import experiment
+    from attnlab.papers.contribution_weights import cost
 
     LlamaConfig(num_attention_heads=4, num_key_value_heads=1, hidden_size=640).save_pretrained(tmp_path)
     asked = []
     monkeypatch.setattr(hf, "checkpoint", lambda name: asked.append(name) or tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert experiment._model_shape("gemma3-270m") == (4, 640)
+    assert cost.model_shape("gemma3-270m") == (4, 640)
     assert asked == ["gemma3-270m"]
-    assert experiment._model_shape("smollm2") == (9, 576)
+    assert cost.model_shape("smollm2") == (9, 576)

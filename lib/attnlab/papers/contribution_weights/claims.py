@@ -3,28 +3,32 @@ claim needs off one :class:`Evidence` bundle (the experiment's results and the s
 words the rows; the verdicts are the pure functions of :mod:`attnlab.papers.contribution_weights.rules`.
 
 Every row names its unit of replication (``Claim.unit``): the layers of the one model analysed (Fig. 1, the
-decomposition, the sink-norm removal), its windows (faithfulness, anti-alignment), items (downstream) or heads
-(the convex minimum). A claim with parts or conditions is ``runner.composite.all_of`` of them (``rules``)."""
+decomposition, the sink-norm removal's cone and noise, the negative c), its windows (faithfulness,
+anti-alignment, the sink-norm removal's perplexity), items (downstream), heads (the convex minimum), timing
+repeats (the cost in time) or none (the row sums of c and the cost in memory, deterministic). A claim with
+parts or conditions is ``runner.composite.all_of`` of them (``rules``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 
 from attnlab.papers.contribution_weights import rules
 from attnlab.papers.contribution_weights.faithfulness import window_areas
 from attnlab.papers.contribution_weights.presets import HIERARCHY, MEASURE_LABELS, RANKINGS
-from attnlab.papers.contribution_weights.rules import ANTI_ALIGNMENT as ANTI_ALIGNMENT  # the figure's band
 from attnlab.runner.claims import Claim, signed
 from attnlab.runner.verdicts import Verdict, above_chance, mean_rule, not_testable, paired_rule
 
 _CURVE_COLUMNS = {"text", "layers", "scope", "mode", "measure", "window", "fraction", "delta_ppl"}
 _DOWNSTREAM_COLUMNS = {"task", "item", "measure", "mode", "credit", "chance"}
-_SINK_RESULTS = {"first_token", "decomposition", "decomposition_bos", "positions", "fits", "spread", "ppl"}
+_SINK_RESULTS = {"first_token", "decomposition", "decomposition_bos", "positions", "fits", "spread", "ppl",
+                 "nll", "identity", "negative"}  # fmt: skip
+_COST_COLUMNS = {"impl", "T", "peak_gb", "terms_gb", "D"}
+_PAIR_COLUMNS = {"T", "repeat", "contribution_weights", "naive"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,12 +46,15 @@ class Evidence:
     window: int  # tokens per text window of the sink analyses (as the model is fed, any BOS of its own in)
     task_fraction: float  # the fraction of value terms zeroed for the downstream accuracies
     scopes: tuple[str, ...]  # the ranking scopes of the faithfulness curves
+    cost: pd.DataFrame | None = None  # ContributionExperiment.cost(); None: no cost rows (scale section)
+    cost_pairs: pd.DataFrame | None = None  # ContributionExperiment.cost_pairs(); None: no timing row
 
     def __post_init__(self) -> None:
         frames = [("pretrained_curves", self.pretrained_curves, _CURVE_COLUMNS),
                   ("downstream", self.downstream, _DOWNSTREAM_COLUMNS)]  # fmt: skip
-        if self.own_curves is not None:
-            frames.append(("own_curves", self.own_curves, _CURVE_COLUMNS))
+        optional = (("own_curves", self.own_curves, _CURVE_COLUMNS), ("cost", self.cost, _COST_COLUMNS),
+                    ("cost_pairs", self.cost_pairs, _PAIR_COLUMNS))  # fmt: skip
+        frames += [(name, frame, columns) for name, frame, columns in optional if frame is not None]
         for name, frame, columns in frames:
             if not isinstance(frame, pd.DataFrame) or not columns <= set(frame.columns):
                 have = sorted(frame.columns) if isinstance(frame, pd.DataFrame) else type(frame).__name__
@@ -60,11 +67,14 @@ class Evidence:
 
 def claims(evidence: Evidence) -> list[Claim]:
     """The claims table: the pretrained model's rows (:func:`pretrained_rows`), then this project's GPT's
-    faithfulness rows (where ``evidence.own_curves`` is given)."""
+    faithfulness rows (where ``evidence.own_curves`` is given), then the cost rows (where ``evidence.cost``
+    and ``evidence.cost_pairs`` are)."""
     own = (
         [] if evidence.own_curves is None else _claims_faithfulness(evidence, evidence.own_curves, "own GPT")
     )
-    return [*pretrained_rows(evidence), *own]
+    cost = [] if evidence.cost is None else [_claim_memory(evidence.cost)]
+    timing = [] if evidence.cost_pairs is None else [_claim_speed(evidence.cost_pairs)]
+    return [*pretrained_rows(evidence), *own, *cost, *timing]
 
 
 def pretrained_rows(evidence: Evidence) -> list[Claim]:
@@ -84,27 +94,8 @@ def pretrained_rows(evidence: Evidence) -> list[Claim]:
         *_claims_faithfulness(evidence, evidence.pretrained_curves, "pretrained"),
         *([_claim_downstream(evidence, downstream)] if len(downstream) or skipped(downstream) else []),
         *_claims_sinks(evidence, sinks),
+        *_claims_definitions(evidence, sinks),
     ]
-
-
-class Judged(Protocol):
-    """An experiment that gathers its results into an :class:`Evidence` (``ContributionExperiment``)."""
-
-    def evidence(
-        self,
-        sinks: dict,
-        curves: pd.DataFrame,
-        downstream: pd.DataFrame,
-        own_curves: pd.DataFrame | None = None,
-    ) -> Evidence: ...
-
-
-def pretrained_claims(
-    exp: Judged, sinks: Mapping[str, Any], curves: pd.DataFrame, downstream: pd.DataFrame
-) -> list[Claim]:
-    """:func:`pretrained_rows` of one pinned model's results, as the scale section calls it (by the
-    experiment that measured them, which gathers them into its :class:`Evidence`)."""
-    return pretrained_rows(exp.evidence(dict(sinks), curves, downstream))
 
 
 def skipped(frame: pd.DataFrame) -> dict[str, str]:
@@ -188,6 +179,7 @@ def _claim_fig1(evidence: Evidence, d: pd.DataFrame, variant: str, tokens: int) 
 #: (mode, the measure that stands for contribution weights, label) of the faithfulness rows.
 FAITHFULNESS_ROWS = (
     ("comprehensiveness", "contribution", "comprehensiveness (top zeroed), signed c"),
+    ("comprehensiveness", "contribution_abs", "comprehensiveness (top zeroed), |c|"),
     ("sufficiency", "contribution", "sufficiency (bottom zeroed), signed c"),
     ("sufficiency", "contribution_abs", "sufficiency (bottom zeroed), |c|"),
 )
@@ -359,12 +351,14 @@ def _claims_sinks(evidence: Evidence, sinks: Mapping[str, Any]) -> list[Claim]:
     majority = rules.convex_minimum(int(inside.sum()), len(fits))
     spread = sinks["spread"]
     clean, removed = spread[spread["state"] == "clean"], spread[spread["state"] == "sink removed"]
-    ppl = sinks["ppl"]
     removal = rules.sink_removal(
-        (float(ppl["clean"]), float(ppl["sink removed"])),
         (_by_layer(clean, "cone"), _by_layer(removed, "cone")),
         (_by_layer(clean, "norm_cv"), _by_layer(removed, "norm_cv")),
     )
+    ppl, nll = sinks["ppl"], sinks["nll"]
+    per_token = {state: dict(zip(nll["window"], nll[state] / nll["tokens"], strict=True))
+                 for state in ("clean", "sink removed")}  # fmt: skip
+    rises = rules.perplexity_rises(per_token["clean"], per_token["sink removed"])
     return [
         Claim(
             "decomposition",
@@ -408,15 +402,128 @@ def _claims_sinks(evidence: Evidence, sinks: Mapping[str, Any]) -> list[Claim]:
         ),
         Claim(
             "sink-norm removal",
-            "removing the sink's value norm collapses head outputs into a cone; PPL and noise rise",
-            "outputs collapse into a 'semantic cone', PPL rises",
+            "removing the sink's value norm collapses head outputs into a cone; noise rises",
+            "outputs collapse into a 'semantic cone', noise rises",
             _ours(evidence, "pretrained",
-                  f"PPL {ppl['clean']:.1f} -> {ppl['sink removed']:.1f} (pooled over the windows: no "
-                  f"per-window values); cone (mean cos to the head's mean direction, per layer, the model's "
-                  f"{len(clean)} layers the units) {clean['cone'].mean():.2f} -> "
-                  f"{removed['cone'].mean():.2f}; "
-                  f"norm CV {clean['norm_cv'].mean():.2f} -> {removed['norm_cv'].mean():.2f}"),
+                  f"per layer (the model's {len(clean)} layers the units), clean -> sink removed: cone (mean "
+                  f"cos to the head's mean direction) {clean['cone'].mean():.2f} -> "
+                  f"{removed['cone'].mean():.2f}; noise (norm CV) {clean['norm_cv'].mean():.2f} -> "
+                  f"{removed['norm_cv'].mean():.2f}"),
             removal,
             unit="layer",
         ),
+        Claim(
+            "sink-norm removal",
+            "removing the sink's value norm raises the perplexity",
+            "PPL rises",
+            _ours(evidence, "pretrained",
+                  f"PPL {ppl['clean']:.1f} -> {ppl['sink removed']:.1f} (pooled over the {len(nll)} "
+                  f"windows); per window (the units), the rise in mean NLL, log PPL, {_interval(rises, 3)}"),
+            rises,
+            unit="window",
+        ),
     ]  # fmt: skip
+
+
+# --- the definition's properties (sum_j c_ij = 1; c can be negative) -------------------------------------
+
+
+def _claims_definitions(evidence: Evidence, sinks: Mapping[str, Any]) -> list[Claim]:
+    """The two properties the paper states with its definition ("c can be negative (destructive
+    interference) and sum_j c_ij = 1 exactly"), on the sink analyses' windows and every layer."""
+    identity, negative = sinks["identity"], sinks["negative"]
+    rows = int(identity["rows"].sum() + identity["inter_rows"].sum())
+    forms = {"intra-head": "max_scaled", "inter-head": "inter_max_scaled"}
+    scaled = {form: float(identity[column].max()) for form, column in forms.items()}
+    bound = float(identity["bound"].max())
+    share = identity["bias_share"].max()
+    bias = (
+        "this model's W_O has none"
+        if share == 0
+        else f"this model's W_O has one, {share:.2g} of the mean output norm"
+    )
+    shares = _by_layer(negative, "share")
+    sums = Claim(
+        "definitions",
+        "each row of contribution weights sums to 1 exactly (o_i = sum_j a_ij v~_j)",
+        "sum_j c_ij = 1 exactly",
+        _ours(evidence, "pretrained",
+              f"largest |sum_j c_ij - 1| over every query row of the Brown windows in every layer (float32): "
+              f"intra-head {identity['max_deviation'].max():.2g}, inter-head "
+              f"{identity['inter_max_deviation'].max():.2g}; divided by the row's condition number "
+              f"kappa_i = sum_j ||a_ij v~_j|| / ||o_i||: {scaled['intra-head']:.2g} and "
+              f"{scaled['inter-head']:.2g}, against the rounding bound 2 (T + H + D) u = {bound:.2g}; rows "
+              f"with o_i = 0 (c = 0, left out): {int(identity['zero_rows'].sum())}. Biases: W_V's is inside "
+              f"every v~_j and breaks nothing; W_O's is no token's term and would ({bias}); the layer's own "
+              f"output differs from the sum of its terms (+ b_O) by at most "
+              f"{identity['max_residual'].max():.2g} of its norm (the model's rounding)"),
+        rules.rows_sum_to_one(scaled, bound, rows),
+        unit="none",
+    )  # fmt: skip
+    values = list(shares.values())
+    signs = Claim(
+        "definitions",
+        "contribution weights can be negative (destructive interference)",
+        "c can be negative",
+        _ours(evidence, "pretrained",
+              f"share of negative c among the causal terms j <= i of queries i >= 1 (intra-head), per layer "
+              f"(the model's {len(values)} layers the units): mean {sum(values) / len(values):.3f}, range "
+              f"{min(values):.3f}-{max(values):.3f}; what they cancel, sum_j max(-c_ij, 0) per row, mean "
+              f"{negative['mass'].mean():.3f} of the output; most negative c {negative['min'].min():.3g}"),
+        rules.negative_contributions(shares),
+        unit="layer",
+    )  # fmt: skip
+    return [sums, signs]
+
+
+# --- cost -------------------------------------------------------------------------------------------------
+
+
+def _claim_memory(cost: pd.DataFrame) -> Claim:
+    """The paper's cost ("Cost": O(T^2) memory per head, no T x T x d tensor) from ``cost()``'s peak memory
+    of each form, each in a fresh process."""
+    own = cost[cost["impl"] == "contribution_weights"].set_index("T")
+    naive = cost[cost["impl"] == "naive"].set_index("T")["peak_gb"].dropna()
+    D = int(own["D"].iloc[0])
+    parts = [
+        f"T = {T}: {r['peak_gb']:.3g} GB, {r['peak_gb'] / (r['terms_gb'] / D):.1f} (H, T, T) matrices, "
+        f"against the tensor's {r['terms_gb']:.3g} GB"
+        + (f" (the naive form's measured peak {naive[T]:.3g} GB)" if T in naive.index else "")
+        for T, r in own.iterrows()
+    ]
+    return Claim(
+        "cost",
+        "contribution weights need O(T^2) memory per head: the T x T x d tensor of weighted terms is never "
+        "formed",
+        "O(T^2) memory per head",
+        f"[batch 1, the model's heads and width D = {D}; each in a fresh process] peak memory of "
+        f"contribution_weights above its inputs: " + "; ".join(parts),
+        rules.memory(own["peak_gb"].to_dict(), own["terms_gb"].to_dict()),
+        unit="none",
+    )
+
+
+def _claim_speed(pairs: pd.DataFrame) -> Claim:
+    """The cost in time, from ``cost_pairs()``: both forms alternated in one process, a ratio per repeat."""
+    by_length = {
+        int(T): (dict(zip(sub["repeat"], sub["naive"], strict=True)),
+                 dict(zip(sub["repeat"], sub["contribution_weights"], strict=True)))
+        for T, sub in pairs.groupby("T")
+    }  # fmt: skip
+    verdict = rules.speed(by_length)
+    parts = []
+    for T, (naive, efficient) in by_length.items():
+        logs = rules.speed({T: (naive, efficient)})
+        ratio = f"{math.exp(logs.estimate):.1f}x [{math.exp(logs.low):.1f}, {math.exp(logs.high):.1f}]"
+        medians = f"{pd.Series(naive).median():.3g} s and {pd.Series(efficient).median():.3g} s"
+        parts.append(f"T = {T}: {ratio} over {len(naive)} repeats (medians {medians})")
+    return Claim(
+        "cost",
+        "computing contribution weights without the T x T x d tensor takes less time than forming it",
+        "(no time given; the cost argument)",
+        "[batch 1, the model's heads and width; both forms alternated in one process] time of the naive form "
+        "over contribution_weights, geometric mean of the per-repeat ratios [95% interval]: "
+        + ("; ".join(parts) or "no length measured"),
+        verdict,
+        unit="repeat",
+    )

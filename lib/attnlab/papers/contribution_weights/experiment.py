@@ -22,7 +22,6 @@ to the claims rows and the figures."""
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -38,15 +37,14 @@ from attnlab.hf import (
     PRETRAINED,
     TextModel,
     capture,
-    capture_nll,
     check_model_name,
     describe,
     load_text_model,
     model_fingerprint,
-    model_source,
-    value_scale,
 )
 from attnlab.metrics import contribution_weights
+from attnlab.papers.contribution_weights.cost import measure as measure_cost
+from attnlab.papers.contribution_weights.cost import model_shape, paired_times, terms_gb
 from attnlab.papers.contribution_weights.faithfulness import (
     choice_accuracy,
     intervention_curves,
@@ -56,6 +54,7 @@ from attnlab.papers.contribution_weights.faithfulness import (
 )
 from attnlab.papers.contribution_weights.presets import (
     DOWNSTREAM,
+    DOWNSTREAM_RANKINGS,
     DTYPES,
     PAPER,
     PINNED_LAYERS,
@@ -66,20 +65,11 @@ from attnlab.papers.contribution_weights.presets import (
     TEXT_SETS,
     Preset,
 )
-from attnlab.papers.contribution_weights.sinks import (
-    binned_minimum,
-    convex_fit,
-    decomposition,
-    output_spread,
-    position_value_cosines,
-    sink_rate_and_norm,
-    sink_value_cosines,
-)
+from attnlab.papers.contribution_weights.sinks import analyse as sink_analyses
 from attnlab.papers.experiment import PaperExperiment
 from attnlab.runner.params import check_count, check_device, check_numbers, check_scale, check_subset
 from attnlab.runner.plan import PlannedRun
 from attnlab.runner.stats import estimate
-from attnlab.tools.benchmark import contribution_cost
 from attnlab.training.cache import RunSpec, cached_result
 from attnlab.training.launch import launch
 
@@ -92,6 +82,9 @@ if TYPE_CHECKING:
 CURVE_COLUMNS = ["window", "layers", "scope", "mode", "measure", "fraction", "nll", "clean_nll", "tokens",
                  "text", "ppl", "ppl0", "delta_ppl"]  # fmt: skip
 DOWNSTREAM_COLUMNS = ["item", "measure", "mode", "fraction", "credit", "chance", "task"]
+#: The frames of ``sinks()`` (``sinks.analyse``); beside them the pooled perplexities and the first token.
+SINK_FRAMES = ("decomposition", "decomposition_bos", "cosines", "positions", "fits", "spread", "nll",
+               "identity", "negative")  # fmt: skip
 
 
 # --- the experiment ---------------------------------------------------------------------------------------
@@ -270,7 +263,10 @@ class ContributionExperiment(PaperExperiment):
         data is unavailable here is skipped (module docstring): ``attrs["skipped"]`` maps it to the reason."""
         p = self.preset
         settings = [
-            (m, mode, p.task_fraction) for mode, ms in RANKINGS.items() for m in ms if m in p.task_measures
+            (m, mode, p.task_fraction)
+            for mode, ms in DOWNSTREAM_RANKINGS.items()
+            for m in ms
+            if m in p.task_measures
         ]
         frames, skipped = [], {}
         for task in self.tasks:
@@ -301,97 +297,27 @@ class ContributionExperiment(PaperExperiment):
     # sinks ------------------------------------------------------------------------------------------------
 
     def sinks(self) -> dict:
-        """The sink analyses on the Brown windows: per layer, the contribution decomposition (sink vs tail),
-        also with a BOS token prefixed to every window, and the cosines between the sink's projected values
-        and the others'; per window and layer, the same mean cosine for the sink and for the control
-        positions ``control_positions``; per head, the binned minimum and the quadratic fit of ||o|| against
-        the sink rate (and a sample of points for the scatter); and the sink-norm removal (the sink's value
-        terms zeroed in every layer): perplexity and the head outputs' cone and norm spread, per layer."""
+        """The sink analyses on the Brown windows (``sinks.analyse``): per layer, the contribution
+        decomposition (sink vs tail), also with a BOS token prefixed to every window, the cosines between the
+        sink's projected values and the others', the row sums of c against 1 and the layer's own output
+        against its terms, and the negative c; per window and layer, the same mean cosine for the sink and
+        for the control positions ``control_positions``; per head, the binned minimum and the quadratic fit
+        of ||o|| against the sink rate (and a sample of points for the scatter); and the sink-norm removal
+        (the sink's value terms zeroed in every layer): each window's NLL in both states, the pooled
+        perplexity, and the head outputs' cone and norm spread per layer."""
         p = self.preset
         key = self._key(window=p.window, windows=p.windows, seed=self.seed, controls=self.control_positions)
 
         def compute() -> dict:
             lm = self.lm
-            ids = self.windows(lm, "brown", p.window, p.windows).to(lm.device)
-            # the BOS-prefixed variant, for a model whose windows do not begin with its BOS already
-            bos = lm.tokenizer.bos_token_id if lm.tokenizer is not None and not lm.prefix else None
-            decomp, decomp_bos, cosines, positions, fits, scatter, spread = [], [], [], [], [], [], []
-            nll_clean = nll_removed = 0.0
-            rng = np.random.default_rng(self.seed)
-            for start in range(0, len(ids), p.batch_size):
-                batch = ids[start : start + p.batch_size]
-                clean, records = capture_nll(lm.model, batch)
-                sink = value_scale(torch.arange(batch.shape[1], device=batch.device).eq(0).expand_as(batch))
-                scales = dict.fromkeys(records, sink)
-                removed, records_removed = capture_nll(lm.model, batch, scales=scales)
-                nll_clean += clean.sum().item()
-                nll_removed += removed.sum().item()
-                spread.append(output_spread(records).assign(batch=start, state="clean"))
-                spread.append(
-                    output_spread(records_removed, scales).assign(batch=start, state="sink removed")
-                )
-                del records_removed
-                for layer, r in records.items():
-                    d = decomposition(r["pattern"], r["values"]).assign(layer=layer, batch=start)
-                    decomp.append(d.rename_axis("group").reset_index())
-                    cos = sink_value_cosines(r["values"])
-                    cosines.append({
-                        "layer": layer, "batch": start, "mean": cos.mean().item(),
-                        "negative": (cos < 0).float().mean().item(), "n": cos.numel(),
-                        "sample": cos[torch.from_numpy(rng.choice(cos.numel(), 200))].tolist(),
-                    })  # fmt: skip
-                    for pos in (0, *self.control_positions):
-                        for b, value in enumerate(position_value_cosines(r["values"], pos).tolist()):
-                            positions.append({"layer": layer, "window": start + b, "position": pos,
-                                              "cosine": value})  # fmt: skip
-                    rates, norms = sink_rate_and_norm(r["pattern"], r["values"])
-                    for h in range(rates.shape[0]):
-                        scatter.append((layer, h, start, rates[h].cpu().numpy(), norms[h].cpu().numpy()))
-                del records
-                if bos is not None:
-                    prefixed = torch.cat([torch.full_like(batch[:, :1], bos), batch], dim=1)  # (B, 1 + T)
-                    _, records = capture(lm.model, prefixed)
-                    for layer, r in records.items():
-                        d = decomposition(r["pattern"], r["values"]).assign(layer=layer, batch=start)
-                        decomp_bos.append(d.rename_axis("group").reset_index())
-                    del records
-            for layer, h in sorted({(s[0], s[1]) for s in scatter}):
-                rate = np.concatenate([s[3] for s in scatter if s[:2] == (layer, h)])
-                norm = np.concatenate([s[4] for s in scatter if s[:2] == (layer, h)])
-                sample = rng.choice(len(rate), size=min(len(rate), 300), replace=False)
-                fits.append({
-                    "layer": layer, "head": h, **convex_fit(rate, norm), **binned_minimum(rate, norm),
-                    "mean_rate": float(rate.mean()), "rate_sample": rate[sample].tolist(),
-                    "norm_sample": norm[sample].tolist(),
-                })  # fmt: skip
-            tokens = ids[:, 1:].numel()
-
-            def mean_by_layer(parts: list[pd.DataFrame]) -> dict:
-                if not parts:
-                    return {}
-                frame = pd.concat(parts, ignore_index=True)
-                return (frame.groupby(["layer", "group"]).mean(numeric_only=True).drop(columns="batch")
-                        .reset_index().to_dict("list"))  # fmt: skip
-
-            return {
-                "first_token": "BOS, as the model is fed" if lm.prefix else "first text token",
-                "decomposition": mean_by_layer(decomp),
-                "decomposition_bos": mean_by_layer(decomp_bos),
-                "cosines": _pool_cosines(cosines),
-                "positions": pd.DataFrame(positions).to_dict("list"),
-                "fits": pd.DataFrame(fits).to_dict("list"),
-                "spread": pd.concat(spread).groupby(["state", "layer"]).mean(numeric_only=True)
-                .drop(columns="batch").reset_index().to_dict("list"),
-                "ppl": {
-                    "clean": math.exp(nll_clean / tokens), "sink removed": math.exp(nll_removed / tokens)
-                },
-            }  # fmt: skip
+            ids = self.windows(lm, "brown", p.window, p.windows)
+            return sink_analyses(lm, ids, p.batch_size, self.control_positions, self.seed)
 
         result, _ = cached_result("cw_sinks", key, compute)
-        return {
-            name: pd.DataFrame(result[name])
-            for name in ("decomposition", "decomposition_bos", "cosines", "positions", "fits", "spread")
-        } | {"ppl": result["ppl"], "first_token": result["first_token"]}
+        return {name: pd.DataFrame(result[name]) for name in SINK_FRAMES} | {
+            "ppl": result["ppl"],
+            "first_token": result["first_token"],
+        }
 
     @property
     def control_positions(self) -> tuple[int, int]:
@@ -437,27 +363,35 @@ class ContributionExperiment(PaperExperiment):
         return {"own GPT": PlannedRun.from_spec(RunSpec(own.model, own.train, own.corpus))}
 
     def cost(self) -> pd.DataFrame:
-        """Time and peak memory of ``contribution_weights`` vs a naive implementation that materialises the
-        (B, H, T, T, D) tensor of weighted terms, at the model's head count and width, batch 1: columns
-        impl, T, seconds, peak_gb (memory above the inputs), terms_gb (the naive tensor's size). The naive
-        one is skipped where its terms tensor exceeds ``bench_naive_max_gb``."""
+        """Time and peak memory of ``contribution_weights`` vs the naive form that materialises the
+        (B, H, T, T, D) tensor of weighted terms (``cost.measure``: each in a fresh process), at the model's
+        head count and width, batch 1: columns impl, T, seconds, peak_gb (memory above the inputs), terms_gb
+        (the naive tensor's size). The naive one is skipped where its terms tensor exceeds
+        ``bench_naive_max_gb``."""
         p = self.preset
-        H, D = _model_shape(self.model)
+        H, D = model_shape(self.model)
         key = {"H": H, "D": D, "T": p.bench_lengths, "max_gb": p.bench_naive_max_gb, "device": self.device}
 
         def compute() -> dict:
-            rows = []
-            for T in p.bench_lengths:
-                terms_gb = H * T * T * D * 4 / 1e9
-                for impl in ("contribution_weights", "naive"):
-                    if impl == "naive" and terms_gb > p.bench_naive_max_gb:
-                        rows.append({"impl": impl, "T": T, "seconds": math.nan, "peak_gb": math.nan})
-                    else:
-                        rows.append(contribution_cost(impl, H, T, D, p.bench_repeats, self.torch_device))
-                    rows[-1]["terms_gb"] = terms_gb
-            return pd.DataFrame(rows).to_dict("list")
+            lengths, max_gb = p.bench_lengths, p.bench_naive_max_gb
+            return measure_cost(H, D, lengths, p.bench_repeats, max_gb, self.torch_device).to_dict("list")
 
         result, _ = cached_result("cw_cost", key, compute)
+        return pd.DataFrame(result)
+
+    def cost_pairs(self) -> pd.DataFrame:
+        """Both forms of :meth:`cost` timed in one process, alternated, ``bench_pair_repeats`` times at each
+        length of ``bench_lengths`` where the naive terms tensor fits ``bench_pair_max_gb``
+        (``cost.paired_times``): columns T, repeat, first, contribution_weights, naive (seconds)."""
+        p = self.preset
+        H, D = model_shape(self.model)
+        lengths = tuple(T for T in p.bench_lengths if terms_gb(H, T, D) <= p.bench_pair_max_gb)
+        key = {"H": H, "D": D, "T": lengths, "repeats": p.bench_pair_repeats, "device": self.device}
+
+        def compute() -> dict:
+            return paired_times(H, D, lengths, p.bench_pair_repeats, self.torch_device).to_dict("list")
+
+        result, _ = cached_result("cw_cost_pairs", key, compute)
         return pd.DataFrame(result)
 
     # claims -----------------------------------------------------------------------------------------------
@@ -468,12 +402,15 @@ class ContributionExperiment(PaperExperiment):
         curves: pd.DataFrame,
         downstream: pd.DataFrame,
         own_curves: pd.DataFrame,
+        cost: pd.DataFrame | None = None,
+        cost_pairs: pd.DataFrame | None = None,
     ) -> list[Claim]:
         """The claims table (:func:`attnlab.papers.contribution_weights.claims.claims`) of the results, passed
-        by keyword and gathered by :meth:`evidence`. Its signature is part of the results cache's code key."""
+        by keyword and gathered by :meth:`evidence` (``cost`` and ``cost_pairs``: :meth:`cost` and
+        :meth:`cost_pairs`; None: no cost rows). Its signature is part of the results cache's code key."""
         from attnlab.papers.contribution_weights import claims as paper_claims  # judged after computing
 
-        return paper_claims.claims(self.evidence(sinks, curves, downstream, own_curves))
+        return paper_claims.claims(self.evidence(sinks, curves, downstream, own_curves, cost, cost_pairs))
 
     def evidence(
         self,
@@ -481,17 +418,20 @@ class ContributionExperiment(PaperExperiment):
         curves: pd.DataFrame,
         downstream: pd.DataFrame,
         own_curves: pd.DataFrame | None = None,
+        cost: pd.DataFrame | None = None,
+        cost_pairs: pd.DataFrame | None = None,
     ) -> Evidence:
-        """The results by name (``own_curves`` None: no own-GPT rows, as in the scale section) and the
-        settings the claims rows name, as one :class:`~attnlab.papers.contribution_weights.claims.Evidence`
-        (which checks that each table is the one its name says)."""
+        """The results by name (``own_curves`` None: no own-GPT rows, as in the scale section; ``cost``,
+        ``cost_pairs`` None: no cost rows) and the settings the claims rows name, as one
+        :class:`~attnlab.papers.contribution_weights.claims.Evidence` (which checks that each table is the one
+        its name says)."""
         from attnlab.papers.contribution_weights.claims import Evidence  # judged after computing
 
         p, own = self.preset, self.preset.own.model
         return Evidence(
             pretrained_curves=curves, downstream=downstream, sinks=sinks, own_curves=own_curves,
             weights=self.weights, pinned=self.model in PRETRAINED, own_model=f"{own.n_layer}L-{own.d_model}d",
-            window=p.window, task_fraction=p.task_fraction, scopes=p.scopes,
+            window=p.window, task_fraction=p.task_fraction, scopes=p.scopes, cost=cost, cost_pairs=cost_pairs,
         )  # fmt: skip
 
 
@@ -522,35 +462,6 @@ def _skip(what: str, error: DataUnavailable) -> str:
 def _empty(columns: list[str]) -> pd.DataFrame:
     """A result table with no rows: every part of it was skipped."""
     return pd.DataFrame(columns=columns)
-
-
-def _pool_cosines(rows: list[dict]) -> dict:
-    """Per layer: the count-weighted mean cosine and negative fraction over batches, and the pooled sample."""
-    out: dict[int, dict] = {}
-    for r in rows:
-        o = out.setdefault(r["layer"], {"layer": r["layer"], "sum": 0.0, "neg": 0.0, "n": 0, "sample": []})
-        o["sum"] += r["mean"] * r["n"]
-        o["neg"] += r["negative"] * r["n"]
-        o["n"] += r["n"]
-        o["sample"] += r["sample"]
-    rows_out = [
-        {"layer": o["layer"], "mean": o["sum"] / o["n"], "negative": o["neg"] / o["n"], "n": o["n"],
-         "sample": o["sample"]}
-        for o in out.values()
-    ]  # fmt: skip
-    return pd.DataFrame(rows_out).to_dict("list")
-
-
-def _model_shape(name: str) -> tuple[int, int]:
-    """(query heads, model width) of a model, from its config alone (SmolLM2: 9, 576), read where
-    :func:`attnlab.hf.load` reads it (a pinned name from its verified local folder, never the hub)."""
-    if name == "smollm2":
-        return 9, 576
-    from transformers import AutoConfig
-
-    source, kwargs = model_source(name)
-    cfg = AutoConfig.from_pretrained(source, **kwargs)
-    return cfg.num_attention_heads, cfg.hidden_size
 
 
 def configure(

@@ -27,7 +27,7 @@ and their curves coincide (unit-tested); ``RANKINGS`` therefore runs value-weigh
 
 Contribution weights rank by their signed value (``"contribution"``: the bottom of a row holds the terms
 that point against the output, the destructive ones) and by magnitude (``"contribution_abs"``: |c|, the
-bottom holds the terms that matter least either way); sufficiency is reported for both.
+bottom holds the terms that matter least either way); both are reported in both modes.
 
 The measures are computed from a clean forward pass (``attnlab.hf.capture``); the interventions
 (``attnlab.hf.intervene``) rescale the terms of the following passes. The fractions of one (layer set, scope,

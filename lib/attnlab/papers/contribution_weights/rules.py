@@ -4,9 +4,11 @@
 layer sets, tasks), is :func:`attnlab.runner.composite.all_of` of them. ``claims`` words the rows.
 
 Units, as each claim lives: the layers of the one model analysed (Fig. 1, the decomposition, the sink-norm
-removal: a statement about that model's layers, not about models in general), its windows of text (the
-faithfulness curves, the anti-alignment), its items (downstream) and its heads (the convex minimum).
-Every comparison pairs by name (window, item, layer). The thresholds come from the registry
+removal's cone and noise, the negative contributions: a statement about that model's layers, not about models
+in general), its windows of text (the faithfulness curves, the anti-alignment, the sink-norm removal's
+perplexity), its items (downstream), its heads (the convex minimum), the timing repeats of one process (the
+cost in time) and none for a deterministic quantity (the row sums of c, the cost in memory). Every comparison
+pairs by name (window, item, layer, repeat). The thresholds come from the registry
 (:mod:`attnlab.runner.thresholds`); a row judged with one fixed after a table had been seen is wrapped by
 :func:`~attnlab.runner.thresholds.posthoc` with the same claim judged at its plain null."""
 
@@ -18,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from attnlab.runner import thresholds
 from attnlab.runner.composite import all_of
-from attnlab.runner.verdicts import Verdict, mean_rule, not_testable, paired_rule, share_rule
+from attnlab.runner.verdicts import Verdict, exact_rule, mean_rule, not_testable, paired_rule, share_rule
 
 _FIRST_TOKEN = "contribution_weights.FIRST_TOKEN_ATTENTION"
 _TAIL = "contribution_weights.TAIL_CORRELATION"
@@ -32,9 +34,6 @@ FIRST_TOKEN_ATTENTION = thresholds.value(_FIRST_TOKEN)
 TAIL_CORRELATION = thresholds.value(_TAIL)
 #: "the majority of heads": a share above one half (the claim's words).
 HEAD_MAJORITY = thresholds.value("contribution_weights.HEAD_MAJORITY")
-#: The near-orthogonal band +-0.1 that the sink-cosine figure draws. No verdict uses it: it was fixed after
-#: the cpu run's -0.041 had been seen, so anti-alignment is judged by sign and against ordinary positions.
-ANTI_ALIGNMENT = thresholds.value("contribution_weights.ANTI_ALIGNMENT")
 #: The saturation gate: the smallest fraction already gives more than this share of the largest fraction's
 #: effect for every measure (post hoc: the row also gives the verdict without the gate).
 SATURATION_SHARE = thresholds.value(_SATURATION)
@@ -229,28 +228,84 @@ def convex_minimum(inside: int, heads: int) -> Verdict:
 
 
 def sink_removal(
-    ppl: tuple[float, float] | tuple[Mapping[Hashable, float], Mapping[Hashable, float]],
     cone: tuple[Mapping[Hashable, float], Mapping[Hashable, float]],
     noise: tuple[Mapping[Hashable, float], Mapping[Hashable, float]],
 ) -> Verdict:
-    """The claim "removing the sink's value norm collapses head outputs into a cone; PPL and noise rise",
-    from (clean, sink removed) pairs: the cone concentration and the output-norm spread (noise) per layer of
-    one model (``{layer: value}``), each rising, paired by layer (:func:`paired_rule`), and the perplexity:
-    per window (``{window: ppl}``), rising paired by window; or one number per state pooled over every window,
-    which has no interval, so that part is not testable here. all_of the three."""
-    clean, removed = ppl
-    if isinstance(clean, Mapping) and isinstance(removed, Mapping):
-        rises = paired_rule(removed, clean, "above")
-    elif isinstance(clean, Mapping) or isinstance(removed, Mapping):
-        raise ValueError("the perplexity: both states per window, or both pooled")
-    else:
-        rises = not_testable(
-            f"one perplexity per state, pooled over the windows ({clean:.4g} -> {removed:.4g}): no "
-            "per-window values, no interval",
-            estimate=removed - clean, n=1, null=0.0,
-        )  # fmt: skip
+    """The claim "removing the sink's value norm collapses head outputs into a cone; noise rises" (the paper's
+    sink-norm removal), from (clean, sink removed) pairs of per-layer values of one model (``{layer: value}``;
+    the layers are the units): the cone concentration and the output-norm spread (noise), each rising, paired
+    by layer (:func:`paired_rule`); all_of the two."""
     return all_of({
         "cone rises": paired_rule(cone[1], cone[0], "above"),
-        "PPL rises": rises,
         "noise rises": paired_rule(noise[1], noise[0], "above"),
     })  # fmt: skip
+
+
+def perplexity_rises(clean: Mapping[Hashable, float], removed: Mapping[Hashable, float]) -> Verdict:
+    """The sink-norm removal's "PPL rises", from each window's mean next-token NLL (its log perplexity,
+    ``{window: nll}``) clean and with the sink's value terms zeroed: the rise paired by window
+    (:func:`paired_rule`; the windows are the units; the pooled perplexity is the number shown)."""
+    return paired_rule(removed, clean, "above")
+
+
+# --- the definition's properties --------------------------------------------------------------------------
+
+
+def rows_sum_to_one(scaled: Mapping[str, float], bound: float, rows: int) -> Verdict:
+    """The definition's identity sum_j c_ij = 1 ("Definitions": exact whenever o_i = sum_j a_ij v~_j), a
+    deterministic quantity: for each form (``{form: value}``, intra- and inter-head), the largest deviation
+    |sum_j c_ij - 1| over every row of every window and layer, divided by the row's condition number, below
+    ``bound``, what float rounding can reach (``sinks.rounding_bound``) by :func:`exact_rule`; all_of the
+    forms. ``rows``: how many rows the largest is taken over."""
+    if not scaled:
+        raise ValueError("no form to judge")
+    return all_of({
+        f"{form}: sum_j c_ij = 1": exact_rule(
+            value, bound, "below", n=rows, what="the largest |sum_j c_ij - 1| / kappa_i"
+        )
+        for form, value in scaled.items()
+    })  # fmt: skip
+
+
+def negative_contributions(shares: Mapping[Hashable, float]) -> Verdict:
+    """The definition's "c can be negative (destructive interference)", from the share of negative c among
+    each layer's causal terms (``{layer: share}``; the layers of the one model are the units): their mean
+    above 0 (:func:`mean_rule`). A model with no negative c in any layer does not hold, exactly (a count of
+    zero has no spread to test)."""
+    values = list(shares.values())
+    if values and all(v == 0 for v in values):
+        return exact_rule(0.0, 0.0, "above", n=len(values), what="the share of negative c in every layer")
+    return mean_rule(values, "above", 0.0)
+
+
+# --- cost -------------------------------------------------------------------------------------------------
+
+
+def memory(peak: Mapping[int, float], tensor: Mapping[int, float]) -> Verdict:
+    """The paper's cost, "every measure is O(T^2) memory per head: the T x T x d tensor of weighted terms is
+    never formed", from the peak memory of ``contribution_weights`` above its inputs at each length T
+    (``{T: GB}``, each in a fresh process: a deterministic quantity up to the allocator's pages) against the
+    size of that (H, T, T, D) tensor (``tensor``, the naive form's, which the naive measurement confirms): at
+    every length, peak / tensor below 1 (:func:`exact_rule`); all_of the lengths."""
+    if not peak or set(peak) != set(tensor):
+        raise ValueError(f"need the same lengths for both; got {sorted(peak)} and {sorted(tensor)}")
+    return all_of({
+        f"T = {T}": exact_rule(
+            peak[T] / tensor[T], 1.0, "below", n=1, what="peak memory / the (H, T, T, D) tensor's size"
+        )
+        for T in sorted(peak)
+    })  # fmt: skip
+
+
+def speed(pairs: Mapping[int, tuple[Mapping[Hashable, float], Mapping[Hashable, float]]]) -> Verdict:
+    """Its consequence in time (the paper gives no time): at each length T, ``{T: (naive, efficient)}`` the
+    seconds of each form per repeat of one process, alternated (``cost.paired_times``); the log ratio
+    naive / efficient above 0 paired by repeat (:func:`paired_rule`; the repeats are the units), all_of the
+    lengths. Not testable here with no length measured."""
+    if not pairs:
+        return not_testable("no length where the naive terms tensor fits the preset's cap", n=0, null=0.0)
+    logs = {
+        T: ({k: math.log(s) for k, s in naive.items()}, {k: math.log(s) for k, s in efficient.items()})
+        for T, (naive, efficient) in pairs.items()
+    }
+    return all_of({f"T = {T}": paired_rule(*logs[T], "above") for T in sorted(logs)})

@@ -11,7 +11,7 @@ sample of ``task_sample`` items (MMLU: ``mmlu_per_subject`` per subject), under 
 downstream claim compares. A task is judged only where the model's clean accuracy is above chance
 (``claims.downstream_task``); Gemma-3-270M base, measured at chance on MMLU (it answers "D" to most
 questions), is given WinoGrande and BoolQ only (``set_aside``). The claims rows are those of the main table
-(``claims.pretrained_claims``), one set per model.
+(``claims.pretrained_rows`` of each model's ``ContributionExperiment.evidence``), one set per model.
 """
 
 from __future__ import annotations
@@ -147,12 +147,12 @@ def measure(exp: ContributionExperiment, scale: Scale) -> dict[str, dict[str, An
 def claims(results: dict[str, dict[str, Any]]) -> dict[str, list[Claim]]:
     """The pretrained-model claims rows of each model of :func:`measure` (figure "scale: <figure>"), by
     model."""
-    from attnlab.papers.contribution_weights.claims import pretrained_claims  # judged after computing
+    from attnlab.papers.contribution_weights.claims import pretrained_rows  # judged after computing
 
     return {
         name: [
             replace(row, figure=f"scale: {row.figure}")
-            for row in pretrained_claims(r["experiment"], r["sinks"], r["curves"], r["downstream"])
+            for row in pretrained_rows(r["experiment"].evidence(r["sinks"], r["curves"], r["downstream"]))
         ]
         for name, r in results.items()
     }

@@ -1,24 +1,25 @@
 """Attention sinks through the lens of contribution weights (arXiv 2606.07604,
-docs/papers/contribution-weights.md, claims "decomposition", "sinks" and "sink-norm removal"). The sink is the
-first token of each sequence (j = 0).
+docs/papers/contribution-weights.md, claims "decomposition", "sinks" and "sink-norm removal"), and the two
+properties of c the paper states with its definition (each row sums to 1; c can be negative), measured on the
+same pass. The sink is the first token of each sequence (j = 0).
 
-Every function takes one layer's ``pattern`` (B, H, T, T) and per-head projected values ``values``
-(B, H, T, D) as ``attnlab.hf.capture`` records them, and looks at queries i >= 1 (query 0 sees only the sink).
+Every per-layer function takes one layer's ``pattern`` (B, H, T, T) and per-head projected values ``values``
+(B, H, T, D) as ``attnlab.hf.capture`` records them, and looks at queries i >= 1 (query 0 sees only the sink);
+:func:`analyse` runs them all over a model's windows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+import contextlib
+import math
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
+from attnlab.hf import LayerRecord, TextModel, attention_modules, capture, capture_nll, value_scale
 from attnlab.metrics import attention_outputs, contribution_weights
-
-if TYPE_CHECKING:
-    from attnlab.hf import LayerRecord
 
 FACTORS = ("attention", "norm_ratio", "cosine", "contribution")
 
@@ -171,3 +172,222 @@ def output_spread(
         cv = (norms.std(1) / norms.mean(1).clamp_min(1e-12)).mean().item()
         rows.append({"layer": layer, "cone": cone_concentration(o).mean().item(), "norm_cv": cv})
     return pd.DataFrame(rows)
+
+
+# --- the definition's two properties (docs/papers/contribution-weights.md, "Definitions") ------------------
+
+
+def rounding_bound(T: int, H: int, D: int, dtype: torch.dtype = torch.float32) -> float:
+    """How far float rounding can move sum_j c_ij from 1, per unit of the row's condition number kappa_i
+    (:func:`row_sums`): to first order 2 (T + H + D) u, u the unit roundoff of ``dtype``. The output o_i is a
+    sum of T (intra-head) or T + H (inter-head) terms, each <o_i, v~_j> a dot product of D, and the row's sum
+    one of T more: each sum's error is at most (its length) x u x (the sum of its terms' sizes), and those
+    sizes add up to kappa_i ||o_i||^2 (Higham, *Accuracy and Stability of Numerical Algorithms*, 3.1)."""
+    return 2 * (T + H + D) * torch.finfo(dtype).eps / 2
+
+
+def row_sums(pattern: torch.Tensor, values: torch.Tensor, inter_head: bool = False) -> dict[str, float]:
+    """The identity sum_j c_ij = 1 of ``contribution_weights`` as computed (float32 or wider): it holds
+    exactly whenever o_i = sum_j a_ij v~_j, since then sum_j <o_i, a_ij v~_j> = ||o_i||^2. Per query row
+    (every i, every head, or per query with ``inter_head``): the deviation |sum_j c_ij - 1| and the row's
+    condition number kappa_i = sum_j ||a_ij v~_j|| / ||o_i|| (>= 1; large where the terms cancel). Returns
+    rows, zero_rows (o_i = 0: no direction, c is 0 there, left out), max_deviation and max_scaled (the
+    largest deviation / kappa_i, which :func:`rounding_bound` bounds)."""
+    c = contribution_weights(pattern, values, inter_head)  # (B, H, T, T) or (B, T, T)
+    o = attention_outputs(pattern, values, inter_head)
+    p, v = pattern.to(c.dtype), values.to(c.dtype)
+    sizes = p * v.norm(dim=-1).unsqueeze(-2)  # (B, H, T, T): ||a_ij v~_j||
+    mass = sizes.sum((1, 3)) if inter_head else sizes.sum(-1)
+    o_norm = o.norm(dim=-1)
+    live = o_norm > 0
+    deviation = (c.sum(-1) - 1).abs()[live]
+    kappa = mass[live] / o_norm[live]
+    return {
+        "rows": live.numel(), "zero_rows": int((~live).sum()),
+        "max_deviation": deviation.max().item() if deviation.numel() else math.nan,
+        "max_scaled": (deviation / kappa).max().item() if deviation.numel() else math.nan,
+    }  # fmt: skip
+
+
+def negative_terms(pattern: torch.Tensor, values: torch.Tensor) -> dict[str, float]:
+    """Destructive interference, c_ij < 0 (a term pointing against its head's output), over the causal terms
+    j <= i of queries i >= 1: terms, negative (how many), rows, destructive (the sum over rows of
+    sum_j max(-c_ij, 0), the share of the output the negative terms cancel) and min (the most negative c)."""
+    c = contribution_weights(pattern, values)[..., 1:, :]  # (B, H, T - 1, T): queries i >= 1
+    T = pattern.shape[-1]
+    causal = torch.ones(T, T, dtype=torch.bool, device=c.device).tril()[1:]  # (T - 1, T): j <= i
+    below = (-c).clamp_min(0.0) * causal
+    return {
+        "terms": int(causal.sum()) * c[..., 0, 0].numel(), "negative": int(below.gt(0).sum()),
+        "rows": c[..., 0].numel(), "destructive": below.sum().item(),
+        "min": c.masked_fill(~causal, math.inf).min().item(),
+    }  # fmt: skip
+
+
+@contextlib.contextmanager
+def recording_outputs(model: torch.nn.Module) -> Iterator[dict[int, torch.Tensor]]:
+    """For the block, each attention layer's own output (its W_O's, bias included) by layer index, as the
+    model computed it: what :func:`output_residual` compares with the sum of the layer's terms."""
+    outputs: dict[int, torch.Tensor] = {}
+    handles = [
+        module.get_submodule("o_proj").register_forward_hook(
+            lambda _m, _i, out, layer=layer: outputs.__setitem__(layer, out.detach())
+        )
+        for layer, module in attention_modules(model).items()
+    ]
+    try:
+        yield outputs
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def output_residual(record: LayerRecord, output: torch.Tensor) -> dict[str, float]:
+    """Whether the layer's own output (B, T, D) is the sum of its terms, sum_h sum_j a^h_ij v~^h_j, plus the
+    bias of W_O (no token's term: with o_i taken as the output, bias included, sum_j c_ij =
+    <o_i + b, o_i> / ||o_i + b||^2, not 1). The bias of W_V is inside every v~_j and, the a_ij of a row
+    summing to 1, inside o_i: it breaks nothing. Returns the largest ||output - terms - b|| / ||output|| over
+    positions (float rounding of the model's dtype) and the bias's norm over the mean output norm (0: no
+    bias)."""
+    terms = attention_outputs(record["pattern"], record["values"], inter_head=True)  # (B, T, D)
+    bias = record.get("o_bias")
+    out = output.to(terms.dtype)
+    norm = out.norm(dim=-1)
+    b = torch.zeros_like(out[0, 0]) if bias is None else bias.detach().to(terms)
+    residual = (out - terms - b).norm(dim=-1) / norm.clamp_min(torch.finfo(norm.dtype).tiny)
+    return {"max_residual": residual.max().item(), "bias_share": (b.norm() / norm.mean()).item()}
+
+
+# --- the analyses over a model's windows ------------------------------------------------------------------
+
+
+def _pool_cosines(rows: list[dict]) -> dict:
+    """Per layer: the count-weighted mean cosine and negative fraction over batches, and the pooled sample."""
+    out: dict[int, dict] = {}
+    for r in rows:
+        o = out.setdefault(r["layer"], {"layer": r["layer"], "sum": 0.0, "neg": 0.0, "n": 0, "sample": []})
+        o["sum"] += r["mean"] * r["n"]
+        o["neg"] += r["negative"] * r["n"]
+        o["n"] += r["n"]
+        o["sample"] += r["sample"]
+    rows_out = [
+        {"layer": o["layer"], "mean": o["sum"] / o["n"], "negative": o["neg"] / o["n"], "n": o["n"],
+         "sample": o["sample"]}
+        for o in out.values()
+    ]  # fmt: skip
+    return pd.DataFrame(rows_out).to_dict("list")
+
+
+def _mean_by_layer(parts: list[pd.DataFrame]) -> dict:
+    if not parts:
+        return {}
+    frame = pd.concat(parts, ignore_index=True)
+    return (frame.groupby(["layer", "group"]).mean(numeric_only=True).drop(columns="batch")
+            .reset_index().to_dict("list"))  # fmt: skip
+
+
+def _identity_by_layer(rows: list[dict], bound: float) -> dict:
+    """Per layer, over the batches: the largest deviations of :func:`row_sums` (intra- and inter-head, the
+    latter prefixed ``inter_``), the rows and zero rows, :func:`output_residual`'s largest residual and bias
+    share, and the rounding bound of the scaled deviation."""
+    frame = pd.DataFrame(rows).drop(columns="batch")
+    sums = [c for c in frame.columns if c.endswith("rows")]
+    out = frame.groupby("layer").max()
+    out[sums] = frame.groupby("layer")[sums].sum()
+    return out.assign(bound=bound).reset_index().to_dict("list")
+
+
+def _negative_by_layer(rows: list[dict]) -> dict:
+    """Per layer, over the batches: the share of negative c among the causal terms, the mean destructive
+    mass per row (:func:`negative_terms`) and the most negative c."""
+    frame = pd.DataFrame(rows).groupby("layer").agg(
+        terms=("terms", "sum"), negative=("negative", "sum"), rows=("rows", "sum"),
+        destructive=("destructive", "sum"), min=("min", "min"),
+    )  # fmt: skip
+    frame["share"] = frame["negative"] / frame["terms"]
+    frame["mass"] = frame["destructive"] / frame["rows"]
+    return frame.reset_index().to_dict("list")
+
+
+def analyse(
+    lm: TextModel, ids: torch.Tensor, batch_size: int, controls: Sequence[int], seed: int
+) -> dict[str, object]:
+    """Every sink analysis of ``ids`` (N, T) windows, ``batch_size`` at a time
+    (``ContributionExperiment.sinks`` caches it): per layer the decomposition (also with the tokenizer's BOS
+    prefixed, for a model whose windows do not begin with it already), the sink's value cosines, the row sums
+    of c and the model's own output against its terms, the negative c; per window and layer the mean value
+    cosine of the sink and of the ``controls`` positions; per head the binned minimum and quadratic fit of
+    ||o|| against the sink rate; and the sink-norm removal (the sink's value terms zeroed in every layer): per
+    window the summed next-token NLL of both states, the pooled perplexity, and per layer the head outputs'
+    cone and norm spread."""
+    ids = ids.to(lm.device)
+    bos = lm.tokenizer.bos_token_id if lm.tokenizer is not None and not lm.prefix else None
+    decomp, decomp_bos, cosines, positions, fits, scatter, spread = [], [], [], [], [], [], []
+    identity, negative, nll = [], [], []
+    rng = np.random.default_rng(seed)
+    for start in range(0, len(ids), batch_size):
+        batch = ids[start : start + batch_size]
+        with recording_outputs(lm.model) as outputs:
+            clean, records = capture_nll(lm.model, batch)
+        sink = value_scale(torch.arange(batch.shape[1], device=batch.device).eq(0).expand_as(batch))
+        scales = dict.fromkeys(records, sink)
+        removed, records_removed = capture_nll(lm.model, batch, scales=scales)
+        nll += [{"window": start + b, "clean": c, "sink removed": r, "tokens": batch.shape[1] - 1}
+                for b, (c, r) in enumerate(zip(clean.tolist(), removed.tolist(), strict=True))]  # fmt: skip
+        spread.append(output_spread(records).assign(batch=start, state="clean"))
+        spread.append(output_spread(records_removed, scales).assign(batch=start, state="sink removed"))
+        del records_removed
+        for layer, r in records.items():
+            d = decomposition(r["pattern"], r["values"]).assign(layer=layer, batch=start)
+            decomp.append(d.rename_axis("group").reset_index())
+            inter = row_sums(r["pattern"], r["values"], inter_head=True)
+            identity.append({"layer": layer, "batch": start, **row_sums(r["pattern"], r["values"]),
+                             **{f"inter_{k}": v for k, v in inter.items()},
+                             **output_residual(r, outputs[layer])})  # fmt: skip
+            negative.append({"layer": layer, **negative_terms(r["pattern"], r["values"])})
+            cos = sink_value_cosines(r["values"])
+            cosines.append({
+                "layer": layer, "batch": start, "mean": cos.mean().item(),
+                "negative": (cos < 0).float().mean().item(), "n": cos.numel(),
+                "sample": cos[torch.from_numpy(rng.choice(cos.numel(), 200))].tolist(),
+            })  # fmt: skip
+            for pos in (0, *controls):
+                for b, value in enumerate(position_value_cosines(r["values"], pos).tolist()):
+                    positions.append({"layer": layer, "window": start + b, "position": pos, "cosine": value})
+            rates, norms = sink_rate_and_norm(r["pattern"], r["values"])
+            for h in range(rates.shape[0]):
+                scatter.append((layer, h, start, rates[h].cpu().numpy(), norms[h].cpu().numpy()))
+        _, H, T, D = next(iter(records.values()))["values"].shape
+        del records, outputs
+        if bos is not None:
+            prefixed = torch.cat([torch.full_like(batch[:, :1], bos), batch], dim=1)  # (B, 1 + T)
+            _, records = capture(lm.model, prefixed)
+            for layer, r in records.items():
+                d = decomposition(r["pattern"], r["values"]).assign(layer=layer, batch=start)
+                decomp_bos.append(d.rename_axis("group").reset_index())
+            del records
+    for layer, h in sorted({(s[0], s[1]) for s in scatter}):
+        rate = np.concatenate([s[3] for s in scatter if s[:2] == (layer, h)])
+        norm = np.concatenate([s[4] for s in scatter if s[:2] == (layer, h)])
+        sample = rng.choice(len(rate), size=min(len(rate), 300), replace=False)
+        fits.append({
+            "layer": layer, "head": h, **convex_fit(rate, norm), **binned_minimum(rate, norm),
+            "mean_rate": float(rate.mean()), "rate_sample": rate[sample].tolist(),
+            "norm_sample": norm[sample].tolist(),
+        })  # fmt: skip
+    per_window = pd.DataFrame(nll)
+    tokens = per_window["tokens"].sum()
+    return {
+        "first_token": "BOS, as the model is fed" if lm.prefix else "first text token",
+        "decomposition": _mean_by_layer(decomp),
+        "decomposition_bos": _mean_by_layer(decomp_bos),
+        "cosines": _pool_cosines(cosines),
+        "positions": pd.DataFrame(positions).to_dict("list"),
+        "fits": pd.DataFrame(fits).to_dict("list"),
+        "spread": pd.concat(spread).groupby(["state", "layer"]).mean(numeric_only=True)
+        .drop(columns="batch").reset_index().to_dict("list"),
+        "nll": per_window.to_dict("list"),
+        "ppl": {state: math.exp(per_window[state].sum() / tokens) for state in ("clean", "sink removed")},
+        "identity": _identity_by_layer(identity, rounding_bound(T, H, D)),
+        "negative": _negative_by_layer(negative),
+    }  # fmt: skip
