@@ -77,7 +77,8 @@ REGISTRY: dict[str, Threshold] = {
         _T(
             "contribution_weights.ANTI_ALIGNMENT",
             0.1,
-            "'anti-aligned': the sink's mean cosine below -0.1 (set after the cpu run's -0.041 was seen)",
+            "'anti-aligned': the sink's mean cosine below -0.1 (set after the cpu run's -0.041 was seen); "
+            "retired: it judges no row since anti-alignment is judged by sign and against ordinary positions",
             "ours",
             "98cea2c",
             "6186839",
