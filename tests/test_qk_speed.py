@@ -496,7 +496,8 @@ def test_results_computed_by_worker_processes_are_not_reported_as_loaded(build):
 
     first = experiment()
     frame = first.fig3()
-    runs = 2 * len(first.preset.fixed.alphas) * len(first.preset.fixed.protocols)
+    runs = 2 * len(first.preset.fixed.alphas) * len(first.preset.fixed.protocols) * len(first.seeds)
+    assert sorted(frame["seed"].unique()) == list(first.seeds)  # every synthetic seed, not the first alone
     assert len(first.cache.prefetched) == runs  # trained in two worker processes
     assert first.cache_summary() == f"0 of {runs} results were loaded from the results cache."
     again = experiment()

@@ -83,9 +83,9 @@ class QKSpeedExperiment(PaperExperiment):
 
     @cached_property
     def fixed_attention(self) -> FixedAttentionRuns:
-        """Fig. 3, for the first seed."""
+        """Fig. 3, for every synthetic seed."""
         workers = self.workers if self.preset.parallel else 1
-        return FixedAttentionRuns(self.preset.fixed, self.seeds[0], workers, self.cache)
+        return FixedAttentionRuns(self.preset.fixed, self.seeds, workers, self.cache)
 
     @property
     def text_workers(self) -> int:
@@ -152,7 +152,7 @@ class QKSpeedExperiment(PaperExperiment):
     dtap_shares = staticmethod(attention_tables.dtap_shares)
 
     def fig3(self) -> pd.DataFrame:
-        """Fig. 3, one row per (protocol, OV, alpha, epoch) (``FixedAttentionRuns.fig3``)."""
+        """Fig. 3, one row per (protocol, OV, alpha, seed, epoch) (``FixedAttentionRuns.fig3``)."""
         return self.fixed_attention.fig3()
 
     # Fig. 4 ------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Fig. 3 of "Faster query-key learning sharpens attention" (arXiv 2608.06776): the held-out loss per epoch
-with the attention fixed at each alpha, factorised and collapsed OV, under each protocol of the preset, and
-its finite difference in alpha; each run trained on one CPU core (``circuits.train_fixed_attention``), the
-missing ones in a pool of worker processes, into the results cache.
+with the attention fixed at each alpha, factorised and collapsed OV, under each protocol of the preset, for
+every synthetic seed, and its finite difference in alpha; each run trained on one CPU core
+(``circuits.train_fixed_attention``), the missing ones in a pool of worker processes, into the results cache.
 """
 
 from __future__ import annotations
@@ -39,27 +39,29 @@ def _store(config: dict) -> None:
 
 @dataclass(frozen=True)
 class FixedAttentionRuns:
-    """The fixed-attention runs of Fig. 3, for the first synthetic seed."""
+    """The fixed-attention runs of Fig. 3, for every synthetic seed (a seed's runs, one per alpha, are the
+    unit of the claim "more mass gives a lower loss": one slope over alpha per seed)."""
 
     fixed: FixedSetup
-    seed: int
+    seeds: tuple[int, ...]
     workers: int  # processes that train the missing runs in parallel (1: none, they train in ``fig3``)
     cache: CountedCache
 
     def jobs(self) -> list[dict]:
-        """Every run's cache config: per protocol, factorised and collapsed OV, each alpha (and the alpha of
-        its finite difference, ``other``)."""
+        """Every run's cache config: per seed, protocol, factorised and collapsed OV, each alpha (and the
+        alpha of its finite difference, ``other``)."""
         f = self.fixed
         jobs = []
-        for protocol in f.protocols:
-            for factorised in (True, False):
-                for alpha in f.alphas:
-                    other = alpha + f.step if alpha + f.step <= 1.0 else alpha - f.step
-                    jobs.append(dict(
-                        alpha=alpha, other=other, factorised=factorised, epochs=f.epochs, lr=f.lr,
-                        batches_per_epoch=f.batches_per_epoch, eval_size=f.eval_size, seed=self.seed,
-                        protocol=protocol,
-                    ))  # fmt: skip
+        for seed in self.seeds:
+            for protocol in f.protocols:
+                for factorised in (True, False):
+                    for alpha in f.alphas:
+                        other = alpha + f.step if alpha + f.step <= 1.0 else alpha - f.step
+                        jobs.append(dict(
+                            alpha=alpha, other=other, factorised=factorised, epochs=f.epochs, lr=f.lr,
+                            batches_per_epoch=f.batches_per_epoch, eval_size=f.eval_size, seed=seed,
+                            protocol=protocol,
+                        ))  # fmt: skip
         return jobs
 
     def steps(self) -> int:
@@ -75,7 +77,7 @@ class FixedAttentionRuns:
 
     def fig3(self) -> pd.DataFrame:
         """Held-out loss per epoch with attention fixed at each alpha, factorised and collapsed OV, under each
-        protocol of the preset (``FixedSetup.protocols``), first seed; ``fd`` is the finite difference
+        protocol of the preset (``FixedSetup.protocols``), for every seed; ``fd`` is the finite difference
         (L(alpha) - L(alpha + d)) / d of the same model (backward difference (L(alpha - d) - L(alpha)) / d at
         alpha = 1)."""
         step = self.fixed.step
@@ -93,6 +95,7 @@ class FixedAttentionRuns:
                         "protocol": config["protocol"],
                         "ov": "factorised" if config["factorised"] else "collapsed",
                         "alpha": alpha,
+                        "seed": config["seed"],
                         "epoch": epoch,
                         "loss": float(lv),
                         "fd": float(d),
