@@ -13,7 +13,7 @@ from extractions import mark_extraction
 from attnlab.data import artifacts
 from attnlab.model import GPTConfig
 from attnlab.papers.qk_speed import authors, rules, sva
-from attnlab.papers.qk_speed import claims as qk
+from attnlab.papers.qk_speed import claims_real as qk
 from attnlab.papers.qk_speed.experiment import configure as qk_speed_configure
 from attnlab.papers.qk_speed.real_data import lr_scale
 from attnlab.papers.qk_speed.text_tasks import ClassificationData, Vocabulary, classifier_outputs
@@ -226,6 +226,8 @@ def _frame(correct_rate, labels_plural=0.5, n=200):
                     "true_prob": 0.9 if k < confident else 0.05,
                     "correct": k < correct_rate[variant] * n + seed + (fast and seed == 1),
                     "label": int(k < labels_plural * n), "train_sentences": 3900,
+                    "comprehensiveness": 0.1 + 0.01 * seed + (0.05 + 0.01 * seed**2) * fast,
+                    "sufficiency": 0.3 - 0.01 * seed - (0.05 + 0.01 * seed**2) * fast,
                 })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -237,31 +239,35 @@ def test_sva_chance_is_the_majority_share():
 
 
 def test_sva_claims_gate_on_the_majority_class_and_state_the_data():
-    learned = qk._sva(_frame({"baseline": 0.95, "fast QK x100": 0.95}))
-    assert [c.verdict.word for c in learned] == ["holds", "holds", "holds"]
-    assert learned[1].verdict.margin == rules.SIMILAR_POINTS  # the fixed equivalence margin
+    learned = qk.sva_rows(_frame({"baseline": 0.95, "fast QK x100": 0.95}))
+    # more attention, AC, similar accuracy; the share with mass <= 0.1 (0 % in every run: no spread);
+    # comprehensiveness up, sufficiency down; learns agreement
+    words = ["holds", "holds", "holds", "not testable here", "holds", "holds", "holds"]
+    assert [c.verdict.word for c in learned] == words
+    assert learned[2].verdict.margin == rules.SIMILAR_POINTS  # the fixed equivalence margin
     assert (
-        "3900 training sentences of the Brown-tagged substitute" in learned[2].ours
-        and "40 x fewer" in learned[2].ours
+        "3900 training sentences of the Brown-tagged substitute" in learned[-1].ours
+        and "40 x fewer" in learned[-1].ours
     )
-    assert "0.924 -> 0.934" in learned[1].paper  # the authors' printed accuracies
-    # 0.72 correct beats 0.5 but not a 0.7 majority class: the attention and accuracy rows are not testable
+    assert "0.924 -> 0.934" in learned[2].paper  # the authors' printed accuracies
+    assert "58 % -> 22 %" in learned[3].paper  # their share of sentences with mass <= 0.1
+    # 0.72 correct beats 0.5 but not a 0.7 majority class: the rows of the pair are not testable
     frame = _frame({"baseline": 0.72, "fast QK x100": 0.72}, labels_plural=0.3)
-    rows = qk._sva(frame)
-    assert [c.verdict.word for c in rows[:2]] == ["not testable here"] * 2
-    assert "majority class, 0.700" in rows[0].verdict.why
+    rows = qk.sva_rows(frame)
+    assert [c.verdict.word for c in rows[:6]] == ["not testable here"] * 6
+    assert "majority class, 0.700" in rows[0].verdict.why and "majority class, 0.700" in rows[5].verdict.why
     # whether the model learns agreement is the claim itself: judged, not gated (0.72 is below 0.9)
-    assert rows[2].verdict.word == "does not hold" and "majority rate" in rows[2].ours
-    assert qk._sva(_frame({"baseline": 0.75, "fast QK x100": 0.75}))[2].verdict.word == "does not hold"
+    assert rows[-1].verdict.word == "does not hold" and "majority rate" in rows[-1].ours
+    assert qk.sva_rows(_frame({"baseline": 0.75, "fast QK x100": 0.75}))[-1].verdict.word == "does not hold"
 
 
 def test_a_model_at_the_majority_rate_in_every_seed_does_not_learn_agreement_at_this_scale():
     # the authors' SGD on the offline data: every seed of both variants at the majority share, 0.509, exactly
     frame = _frame({"baseline": 0.5, "fast QK x100": 0.5})
     frame["correct"] = frame["label"] == 1  # the same constant answer in every seed: no spread
-    rows = qk._sva(frame)
-    assert [c.verdict.word for c in rows[:2]] == ["not testable here"] * 2  # attention: nothing learned
-    learns = rows[2]
+    rows = qk.sva_rows(frame)
+    assert [c.verdict.word for c in rows[:6]] == ["not testable here"] * 6  # attention: nothing learned
+    learns = rows[6]
     # three trained models per variant, each at exactly the majority rate: no spread between them, so no
     # interval (pooling their 600 test sentences would count one model's answers as replications)
     assert learns.verdict.word == "not testable here" and "no spread" in learns.verdict.why
@@ -284,14 +290,14 @@ def test_the_authors_sva_numbers_have_their_sources():
 
 
 def test_each_protocol_and_factor_gets_its_own_rows():
-    adam = qk._sva(_frame({"baseline": 0.95, "fast QK x2": 0.95, "fast QK x5": 0.5}), "SVA, Adam")
-    plateau = qk._sva(_frame({"baseline": 0.5, "fast QK x100": 0.5}))
+    adam = qk.sva_rows(_frame({"baseline": 0.95, "fast QK x2": 0.95, "fast QK x5": 0.5}), "SVA, Adam")
+    plateau = qk.sva_rows(_frame({"baseline": 0.5, "fast QK x100": 0.5}))
     assert {c.figure for c in adam} == {"SVA, Adam"} and {c.figure for c in plateau} == {qk.SVA_FIGURE}
-    assert len(adam) == 2 * 2 + 1  # two rows per factor, then "learns agreement" over every variant
-    assert "(x2)" in adam[0].claim and "(x5)" in adam[2].claim
-    assert [c.verdict.word for c in adam[:2]] == ["holds", "holds"]
+    assert len(adam) == 2 * 6 + 1  # six rows per factor, then "learns agreement" over every variant
+    assert "(x2)" in adam[0].claim and "(x5)" in adam[6].claim
+    assert [c.verdict.word for c in adam[:3]] == ["holds"] * 3
     # x5 at chance while the baseline learned: a result, judged (the gate checks the baseline alone)
-    assert [c.verdict.word for c in adam[2:4]] == ["holds", "does not hold"]
-    assert "fast QK x5" in adam[4].ours and adam[4].verdict.word == "does not hold"
+    assert [c.verdict.word for c in adam[6:9]] == ["holds", "holds", "does not hold"]
+    assert "fast QK x5" in adam[12].ours and adam[12].verdict.word == "does not hold"
     # one protocol does not gate the other
-    assert all(c.verdict.word == "not testable here" for c in plateau[:2])
+    assert all(c.verdict.word == "not testable here" for c in plateau[:6])

@@ -3,50 +3,43 @@ judged on this run's measurements.
 
 :func:`claims` reads the notebook's results from one :class:`Evidence` bundle (by name, with the settings the
 rows need), turns them into per-seed values (``{seed: value}``, one trained model per seed) and writes each
-row with the paper's claim, its number and ours; the decision rules are in ``rules``. Every row names its
-unit of replication: "trained model" for the training runs (a seed is one), "none" for the deterministic
-reduced dynamics of Fig. 4.
+row with the paper's claim, its number and ours; the decision rules are in ``rules``, the real-data rows
+(SVA, SQuAD) in ``claims_real``. Every row names its unit of replication: "trained model" for the training
+runs (a seed is one), "none" for the deterministic reduced dynamics of Fig. 4.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
+from attnlab.metrics import dtap_histogram
 from attnlab.papers.qk_speed import authors as theirs
 from attnlab.papers.qk_speed import rules
+from attnlab.papers.qk_speed.claims_real import MODELS, NONE, SVA_FIGURE, squad_rows, sva_rows
+from attnlab.papers.qk_speed.claims_real import mean_sd as _mean_sd
 from attnlab.papers.qk_speed.dynamics import regime_fit
 from attnlab.papers.qk_speed.dynamics_runs import final_values, supported_law
-from attnlab.papers.qk_speed.presets import BASELINE, DEFAULT_SUFFIX, MATCHED_IDENTITY, SVA_DATA, fig2_runs
-from attnlab.papers.qk_speed.real_data import ac_by_seed, acmc_by_seed, skipped_reason
+from attnlab.papers.qk_speed.presets import DEFAULT_SUFFIX, MATCHED_IDENTITY, fig2_runs
 from attnlab.papers.qk_speed.rules import MIN_GAIN, Fig2Pair, Seeds, check_pairs
 from attnlab.papers.qk_speed.synthetic import N_CLASSES
-from attnlab.runner import thresholds
-from attnlab.runner.claims import Claim, interval
-from attnlab.runner.stats import estimate, mean_interval
-from attnlab.runner.verdicts import Verdict, above_chance, not_testable, paired
+from attnlab.runner.claims import Claim
+from attnlab.runner.verdicts import Verdict, not_testable
 
 if TYPE_CHECKING:
     from attnlab.papers.qk_speed.dynamics import Simulation
     from attnlab.papers.qk_speed.presets import CircuitSetup
 
-__all__ = ["MIN_GAIN", "QK_STILL", "Evidence", "Fig2Pair", "check_pairs", "claims", "growth_regimes"]
+__all__ = ["MIN_GAIN", "Evidence", "Fig2Pair", "check_pairs", "claims", "growth_regimes"]
 
-MODELS, NONE = "trained model", "none"  # the units of replication of the rows (runner.claims.UNITS)
 FIG2_CHANCE = 1 / N_CLASSES  # the synthetic task's classes are drawn uniformly
-# The ratio sweep's figure marks a ratio whose QK circuit moved at most this share of its attention from the
-# init (``plots.ratio_sweep``); no verdict reads it: at its saddle is what slow QK does, judged as it is.
-QK_STILL = thresholds.value("qk_speed.QK_STILL")
 INIT_WORDS = {"identity": "QK at 1e-6 I", "default": "QK at nn.Linear default"}
 HATEXPLAIN = not_testable("HateXplain is not available offline")
-SQUAD_SHARPER = "AC ~12 % -> ~43 %"  # the paper's SQuAD attention claim, in the claims table's "paper" column
-LEARNS_AGREEMENT_CLAIM = (
-    "the 1-layer attention-only model learns agreement (every variant, on this scale's data)"
-)
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,7 +51,7 @@ class Evidence:
     # Fig. 2: one row per (run, seed, held-out sequence): mass, query_mass, moved, true_prob, correct
     fig2_runs: pd.DataFrame
     ratio_sweep: pd.DataFrame  # ratio sweep: one row per (init, ratio, seed): mass, moved, accuracy
-    fig3_losses: pd.DataFrame  # Fig. 3: one row per (protocol, ov, alpha, epoch): loss, fd (first seed)
+    fig3_losses: pd.DataFrame  # Fig. 3: one row per (protocol, ov, alpha, seed, epoch): loss, fd
     simulations: dict[float, Simulation]  # Fig. 4: the reduced dynamics per r (deterministic)
     growth_fits: pd.DataFrame  # Fig. 4: ``dynamics_runs.growth_fits`` of ``simulations``
     # A real-data frame without rows (a part skipped for lack of its data, ``real_data.skip``) makes its rows
@@ -108,21 +101,6 @@ def rescaling(c: CircuitSetup) -> str:
 
 
 # Texts and per-seed values --------------------------------------------------------------------------------
-
-
-def _mean_sd(values: Sequence[float] | Seeds, digits: int = 3) -> str:
-    """``mean ± sd`` over seeds (``mean`` alone for one seed)."""
-    est = estimate(list(values.values()) if isinstance(values, Mapping) else values)
-    spread = f" ± {est.sd:.{digits}f}" if est.n > 1 else ""
-    return f"{est.mean:.{digits}f}{spread}"
-
-
-def _difference(fast: Seeds, base: Seeds, digits: int, scale: float = 1.0) -> str:
-    """The mean paired difference ``fast`` - ``base`` (x ``scale``) with its 95% t interval, by seed name."""
-    diffs = [scale * d for d in paired(fast, base)]
-    return (
-        interval(mean_interval(diffs), digits) if all(map(math.isfinite, diffs)) else "n/a (a run diverged)"
-    )
 
 
 def _by_seed(frame: pd.DataFrame, key: str, label: str, column: str) -> dict[Hashable, float]:
@@ -185,7 +163,49 @@ def _fig2(fig2: pd.DataFrame, pairs: Sequence[Fig2Pair], note: str = "") -> list
     ]
     for p in pairs:
         claims += _pair_rows(p, v, note)
+    return claims + _authors_heatmaps(fig2, note)
+
+
+def top_right_share(frame: pd.DataFrame, run: str) -> dict[Hashable, float]:
+    """Per seed of Fig. 2's ``run``: the % of held-out sequences in the top-right cell of the DTAP grid
+    (distinct-token mass and true-label probability both in [0.8, 1], ``metrics.dtap_histogram``)."""
+    rows = frame[frame["run"] == run]
+    if rows.empty:
+        raise ValueError(f"no results for run {run!r}")
+    return {s: float(dtap_histogram(g["mass"], g["true_prob"])[-1, -1]) for s, g in rows.groupby("seed")}
+
+
+def _authors_heatmaps(fig2: pd.DataFrame, note: str = "") -> list[Claim]:
+    """Fig. 2 against the authors' saved heatmaps (``authors.DTAP_SHARES``): per run they have an image of,
+    the share of held-out sequences in the sharp-and-correct (top-right) cell per seed against their
+    annotation of it (``rules.verdict_authors_share``), the five mass bins of their top probability row
+    beside ours."""
+    claims = []
+    for run, shares in theirs.DTAP_SHARES.items():
+        ours = top_right_share(fig2, run)
+        top_row = [float(v) for v in _top_row(fig2, run)]
+        seeds = f"seed {shares.seeds[0]}" if len(shares.seeds) == 1 else f"{len(shares.seeds)} seeds"
+        claims.append(
+            Claim(
+                "Fig. 2",
+                f"{run} puts as many held-out sequences in the sharp-and-correct DTAP cell (distinct-token "
+                "mass and true-label probability both in [0.8, 1]) as the authors' run (their saved heatmap)",
+                f"{shares.top_row[-1]:.1f} % in that cell (authors' saved heatmap, {seeds}; their top "
+                "probability row by mass bin: " + ", ".join(f"{x:.1f}" for x in shares.top_row) + " %)",
+                f"{_mean_sd(ours, 1)} % over {len(ours)} seeds; our top probability row by mass bin (mean "
+                "over seeds): " + ", ".join(f"{x:.1f}" for x in top_row) + f" %{note}",
+                rules.verdict_authors_share(ours, shares.top_row[-1]),
+                unit=MODELS,
+            )
+        )
     return claims
+
+
+def _top_row(fig2: pd.DataFrame, run: str) -> list[float]:
+    """The mean over seeds of ``run``'s DTAP row of true-label probability in [0.8, 1], by mass bin (%)."""
+    rows = fig2[fig2["run"] == run]
+    hists = [dtap_histogram(g["mass"], g["true_prob"])[:, -1] for _, g in rows.groupby("seed")]
+    return np.mean(hists, axis=0).tolist()
 
 
 def _pair_rows(p: Fig2Pair, v: RunValues, note: str) -> list[Claim]:
@@ -261,10 +281,9 @@ def _ratio(ratio: pd.DataFrame, note: str = "") -> list[Claim]:
 
 
 def _fig3(fig3: pd.DataFrame) -> list[Claim]:
-    """Fig. 3's rows, per protocol and OV kind: the final loss falls with alpha, one slope per seed."""
+    """Fig. 3's rows, per protocol and OV kind: the final held-out loss falls with alpha, one slope per seed
+    (``rules.verdict_loss_falls``; every seed trains every alpha, so the seeds are the units)."""
     last = fig3[fig3["epoch"] == fig3["epoch"].max()]
-    if "seed" not in last:  # the notebook runs Fig. 3 for its first seed only
-        last = last.assign(seed="first seed")
     claims = []
     for protocol in dict.fromkeys(last["protocol"]):
         for ov in ("factorised", "collapsed"):
@@ -368,202 +387,6 @@ def growth_regimes(sims: dict[float, Simulation]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("r")
 
 
-# Real data ------------------------------------------------------------------------------------------------
-
-
-def fast_variants(frame: pd.DataFrame) -> list[str]:
-    """The faster-QK variants of a real-data frame ("fast QK x<factor>"), in run order."""
-    return [str(v) for v in dict.fromkeys(frame["variant"]) if v != BASELINE]
-
-
-def diverged_gate(per_seed: pd.DataFrame) -> Verdict | None:
-    """ "Not testable here" when any (variant, seed) of ``per_seed`` (indexed by both) has a NaN score (its
-    training diverged: the measure is not defined), naming the runs; None when every run has its scores."""
-    bad = per_seed.index[per_seed.isna().any(axis=1)]
-    if len(bad) == 0:
-        return None
-    runs = ", ".join(f"{v} seed {s}" for v, s in bad)
-    return not_testable(f"training diverged ({runs}): no scores to compare", n=len(per_seed))
-
-
-def seed_counts(frame: pd.DataFrame, column: str, variant: str = BASELINE) -> dict[Hashable, tuple[int, int]]:
-    """Per seed of ``variant``: how many of its rows have ``column`` true, and how many rows it has (NaN rows
-    of a diverged run count as not correct)."""
-    rows = frame[frame["variant"] == variant]
-    by = rows.groupby("seed", sort=False)[column]
-    return {s: (int(g.fillna(0).astype(bool).sum()), len(g)) for s, g in by}
-
-
-def _real_data(frame: pd.DataFrame, name: str, fast: str, paper: tuple[str, str], score: tuple[str, str],
-               gate: Callable[[Verdict], Verdict] = lambda v: v) -> list[Claim]:  # fmt: skip
-    """The two real-data rows of the faster-QK variant ``fast`` against the baseline, the runs paired by seed
-    name: sharper attention (mass and AC, ``rules.verdict_real_sharper``; ``paper[0]`` the paper's words) and
-    a similar score (``score``: its column and name; ``paper[1]``) within +-``SIMILAR_POINTS``. ``gate``: the
-    baseline's gate applied to each row's verdict; both rows are "not testable here" where a run of the pair
-    diverged."""
-    acc_col, acc_label = score
-    pair = frame[frame["variant"].isin([BASELINE, fast])]
-    per_seed = pair.groupby(["variant", "seed"])[["mass", acc_col]].mean()
-    diverged = diverged_gate(per_seed)
-    base, faster = per_seed.loc[BASELINE], per_seed.loc[fast]
-    ac = ac_by_seed(pair).set_index(["seed", "variant"])["AC"].unstack()
-    acmc = acmc_by_seed(pair).set_index(["seed", "variant"])["ACMC"].unstack()  # keeps all-NaN variants
-    mass = (faster["mass"].to_dict(), base["mass"].to_dict())
-    acs = (ac[fast].to_dict(), ac[BASELINE].to_dict())
-    scores = (faster[acc_col].to_dict(), base[acc_col].to_dict())
-    sharper = diverged or gate(rules.verdict_real_sharper(mass, acs))
-    similar = diverged or gate(rules.verdict_similar_score(scores[1], scores[0]))
-    return [
-        Claim(
-            name,
-            f"faster QK ({fast.removeprefix('fast QK ')}) puts more attention on the relevant tokens",
-            paper[0],
-            f"attention mass {_mean_sd(mass[1])} -> {_mean_sd(mass[0])} (paired difference "
-            f"{_difference(*mass, 3)}); AC {_mean_sd(acs[1], 1)} % -> {_mean_sd(acs[0], 1)} % (paired "
-            f"difference {_difference(*acs, 1)} points); ACMC {_mean_sd(acmc[BASELINE], 1)} % -> "
-            f"{_mean_sd(acmc[fast], 1)} %",
-            sharper,
-            unit=MODELS,
-        ),
-        Claim(
-            name,
-            f"faster QK ({fast.removeprefix('fast QK ')}) at a similar {acc_label}",
-            paper[1],
-            f"{acc_label} {_mean_sd(scores[1])} -> {_mean_sd(scores[0])} (paired difference "
-            f"{_difference(*scores, 1, 100)} points; margin +-{rules.SIMILAR_POINTS:g})",
-            similar,
-            unit=MODELS,
-        ),
-    ]
-
-
-def _skipped(frame: pd.DataFrame, figure: str, rows: Sequence[tuple[str, str]]) -> list[Claim] | None:
-    """The rows (claim, paper) of a real-data part whose ``frame`` has no rows (``real_data.skip``: no data
-    here), each "not testable here" with the reason; None when the part ran."""
-    if not frame.empty:
-        return None
-    why = skipped_reason(frame) or "no results"
-    return [
-        Claim(figure, claim, paper, "not run: no data here", not_testable(why), unit=MODELS)
-        for claim, paper in rows
-    ]
-
-
-def squad_gate(squad: pd.DataFrame, floor: float = rules.QA_FLOOR) -> Verdict | None:
-    """SQuAD's gate (no chance level): the baseline learned the task in every seed, its exact-match rate's
-    95% Wilson interval above ``floor`` (``QA_FLOOR``, ``rules.baseline_gate``).
-    Only the baseline: a faster-QK model that learned less is a result, judged by the rows."""
-    return rules.baseline_gate(seed_counts(squad, "em"), floor, "exact match")
-
-
-def _squad(squad: pd.DataFrame, figure: str = "SQuAD") -> list[Claim]:
-    """The SQuAD rows of one protocol (``figure``: "SQuAD", faster QK at the baseline's other rates, a pair of
-    rows per factor; "SQuAD, authors' rates"), gated on the baseline alone having learned (:func:`squad_gate`;
-    ``QA_FLOOR`` is post hoc: the word at a floor of 0 beside it), the authors' printed final F1 at their x20
-    beside the paper's "similar F1". Skipped runs (no data here): two rows, "not testable here"."""
-    f1 = theirs.SQUAD_FINAL_F1
-    base, fast = _authors_mean(f1["baseline"]), _authors_mean(f1["fast QK"])
-    paper_f1 = (
-        f"similar F1 (authors' notebooks at x{theirs.SQUAD_QK_SCALE:g}: final F1 {base} -> {fast}, "
-        "300 dev questions)"
-    )
-    rows = [
-        ("faster QK puts more attention on the relevant tokens", SQUAD_SHARPER),
-        ("faster QK at a similar F1", paper_f1),
-    ]
-    skipped = _skipped(squad, figure, rows)
-    if skipped is not None:
-        return skipped
-    gate, plain = squad_gate(squad), squad_gate(squad, 0.0)
-
-    def gated(v: Verdict) -> Verdict:  # QA_FLOOR is post hoc: the word at a floor of 0 beside it
-        return thresholds.posthoc(rules.QA_FLOOR_KEY, gate or v, replace(plain or v, null=0.0))
-
-    paper = (SQUAD_SHARPER, paper_f1)
-    return [c for v in fast_variants(squad) for c in _real_data(squad, figure, v, paper, ("f1", "F1"), gated)]
-
-
-def sva_chance(sva: pd.DataFrame) -> float:
-    """SVA's chance level: the share of the majority class among the test sentences (always predicting it);
-    0.5 for balanced data, 0.68 on the authors' Linzen set (68 % singular)."""
-    one = sva[(sva["variant"] == sva["variant"].iloc[0]) & (sva["seed"] == sva["seed"].iloc[0])]
-    share = float(one["label"].mean()) if "label" in one else 0.5
-    return max(share, 1.0 - share)
-
-
-def _authors_mean(values: Sequence[float]) -> str:
-    return f"{sum(values) / len(values):.3f}"
-
-
-#: The claims table's name for the SVA rows: the data are a substitute for the authors' (``sva.SVA_DATA``).
-SVA_FIGURE = SVA_DATA
-
-
-def _sva(sva: pd.DataFrame, figure: str = SVA_FIGURE) -> list[Claim]:
-    """The SVA rows of one protocol (``figure``: :data:`SVA_FIGURE`, the authors' SGD at their x100, or
-    ":data:`SVA_FIGURE`, Adam", this project's Adam at each factor): per factor the two rows of
-    :func:`_real_data`, gated on the baseline being above ``sva_chance`` in every seed; then "learns
-    agreement" over every variant, not gated on chance (it is the claim). Skipped runs: three rows, "not
-    testable here"."""
-    a, x = theirs.SVA_TEST_ACCURACY, theirs.SVA_QK_SCALE
-    authors = (
-        f"authors' notebooks, x{x:g} under SGD: test accuracy {_authors_mean(a['baseline'])} -> "
-        f"{_authors_mean(a['fast QK'])}"
-    )
-    sharp = (
-        "attention on subject and verb rises (authors' notebooks: mass <= 0.1 in 58 % -> 22 % of test "
-        "sentences)"
-    )
-    paper_acc = f"accuracy ~0.92-0.93 ({authors})"
-    rows = [
-        ("faster QK puts more attention on the relevant tokens", sharp),
-        ("faster QK at a similar accuracy", paper_acc),
-        (LEARNS_AGREEMENT_CLAIM, paper_acc),
-    ]
-    skipped = _skipped(sva, figure, rows)
-    if skipped is not None:
-        return skipped
-    chance = sva_chance(sva)
-    gate = rules.baseline_gate(seed_counts(sva, "correct"), chance, "accuracy")
-    if gate is not None:
-        gate = replace(gate, why=f"{gate.why} (chance: the majority class, {chance:.3f})")
-    paper, score = (sharp, paper_acc), ("correct", "accuracy")
-    claims = [
-        c for f in fast_variants(sva) for c in _real_data(sva, figure, f, paper, score, lambda v: gate or v)
-    ]
-    return [*claims, _learns_agreement(sva, figure, chance, authors)]
-
-
-def _learns_agreement(sva: pd.DataFrame, figure: str, chance: float, authors: str) -> Claim:
-    """SVA's "the 1-layer attention-only model learns agreement" over every variant of ``sva``, per seed, with
-    the data it learned from beside it (``sva.SVA_DATA``): a model at the majority rate on many times fewer
-    sentences than the authors' says something about this data, not about theirs."""
-    per_seed = sva.groupby(["variant", "seed"])
-    by_seed = per_seed["correct"].mean()
-    variants = [str(v) for v in dict.fromkeys(by_seed.index.get_level_values(0))]
-    accuracy = {v: by_seed.loc[v].to_dict() for v in variants}
-    n_sentences = int(per_seed.size().iloc[0])
-    train = int(sva["train_sentences"].iloc[0]) if "train_sentences" in sva else 0
-    fewer = f"{theirs.SVA_TRAIN_SENTENCES / train:.0f} x fewer than" if train else "against"
-    data = (
-        f"{train} training sentences of the Brown-tagged substitute for Linzen et al.'s set, {fewer} the "
-        f"authors' {theirs.SVA_TRAIN_SENTENCES} (10 % of Linzen's 1.58M); {n_sentences} test sentences"
-    )
-    counts = {v: seed_counts(sva, "correct", v).values() for v in variants}
-    at_chance = [v for v in variants if all(above_chance(k, n, chance) is not None for k, n in counts[v])]
-    note = ": evidence of what this data teaches this model, not of the authors' data"
-    scale = f"; {', '.join(at_chance)} at the majority rate{note}" if at_chance else ""
-    return Claim(
-        figure,
-        LEARNS_AGREEMENT_CLAIM,
-        f"accuracy ~0.92-0.93 ({authors})",
-        "accuracy " + ", ".join(f"{v} {_mean_sd(accuracy[v])}" for v in variants) + f" (chance {chance:.3f}; "
-        f"{data}; {len(accuracy[variants[0]])} seeds){scale}",
-        rules.verdict_learns_agreement(accuracy),
-        unit=MODELS,
-    )
-
-
 def claims(evidence: Evidence) -> list[Claim]:
     """The claims table's rows from the notebook's results and the settings in ``evidence``: Fig. 2, the ratio
     sweep, Figs. 3-4, SVA under the authors' protocol and (``sva_adam``, when given) under this project's,
@@ -578,10 +401,10 @@ def claims(evidence: Evidence) -> list[Claim]:
         *_ratio(e.ratio_sweep, e.lr_note),
         *_fig3(e.fig3_losses),
         *_fig4(e.simulations, e.growth_fits),
-        *_sva(e.sva_authors),
-        *(_sva(e.sva_adam, f"{SVA_FIGURE}, Adam") if e.sva_adam is not None else []),
-        *_squad(e.squad_shared),
-        *(_squad(e.squad_authors, "SQuAD, authors' rates") if e.squad_authors is not None else []),
+        *sva_rows(e.sva_authors),
+        *(sva_rows(e.sva_adam, f"{SVA_FIGURE}, Adam") if e.sva_adam is not None else []),
+        *squad_rows(e.squad_shared),
+        *(squad_rows(e.squad_authors, "SQuAD, authors' rates") if e.squad_authors is not None else []),
         Claim(
             "HateXplain",
             "faster QK sharpens attention on rationale tokens at similar accuracy",
