@@ -1,33 +1,41 @@
 """The synthesis notebook's hypotheses (this project's, not a paper's; docs/papers/synthesis.md,
 "Hypotheses"), each judged against its control by one rule of :mod:`attnlab.papers.synthesis.rules`: a kind
 and its control measured on the same seeds are paired by seed, a trend over the eta_QK / eta_OV sweep is one
-slope per seed. Every row rests on trained models (its seeds: unit "trained model").
+slope per seed. Every row on this project's models rests on trained models (its seeds: unit "trained model").
+The same lenses on pretrained causal LMs (:func:`pretrained_rows`) count the layers of one fixed model (unit
+"layer"), each layer paired with its null on the same layer, and "in every pretrained model" the models (unit
+"pretrained model").
 
 The evidence arrives by name in one :class:`Evidence` bundle, with the run's settings (its kinds and the
 QK/OV sweep) that ``SynthesisExperiment.claims`` fills in; :func:`claims` reads nothing else. Every pairing
-is by seed name, never by the position of a row."""
+is by seed or layer name, never by the position of a row."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from attnlab.papers.synthesis.rules import (
     MIN_RATIOS,
+    beyond_nulls,
+    beyond_random_weights,
     differences,
     differs,
+    in_every_model,
     interval_text,
     judged,
     learned,
+    null_margins,
+    random_weight_parts,
     shift,
     sink_present,
     trend,
     trends_differ,
 )
 from attnlab.runner.claims import Claim
-from attnlab.runner.verdicts import Verdict
+from attnlab.runner.verdicts import Side, Verdict
 
 __all__ = ["MIN_RATIOS", "Evidence", "claims"]
 
@@ -41,13 +49,16 @@ LENS_KEYS = ("kind", "seed", "ratio", "state", "layer")
 @dataclass(frozen=True, eq=False)
 class Evidence:
     """Everything the synthesis claims are judged from, by name: the three tables the notebook builds, and
-    the run's settings (filled in by ``SynthesisExperiment.claims``).
+    the run's settings (filled in by ``SynthesisExperiment.claims``), and the lenses on pretrained models.
 
     ``lens``: ``SynthesisExperiment.lens_table``, one row per (kind, seed, ratio, state, layer) with every
     lens; ``losses``: ``SynthesisExperiment.losses``, one row per run (kind, seed, ratio, initial, final
     validation loss); ``faithfulness_areas``: ``SynthesisExperiment.faithfulness_areas``, one row per (kind,
     seed, mode, measure) with its log ``area``; ``kinds``: the kinds trained; ``qk_ratios``: the eta_QK /
-    eta_OV ratios of the sweep; ``ratio_kinds``: the kinds trained at each of them."""
+    eta_OV ratios of the sweep; ``ratio_kinds``: the kinds trained at each of them; ``pretrained``:
+    ``attnlab.papers.synthesis.pretrained.measure``'s results, {model: {"description", "windows", "layers"
+    (one row per layer, :data:`PRETRAINED_COLUMNS`), "null" (one row per draw of a layer of Gaussian weights
+    of the model's layer shape, :data:`NULL_COLUMNS`)}}, empty when no pretrained model was measured."""
 
     lens: pd.DataFrame
     losses: pd.DataFrame
@@ -55,6 +66,7 @@ class Evidence:
     kinds: tuple[str, ...] = ()
     qk_ratios: tuple[float, ...] = ()
     ratio_kinds: tuple[str, ...] = ()
+    pretrained: Mapping[str, Mapping] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, keys, extra in (
@@ -68,6 +80,16 @@ class Evidence:
                 raise ValueError(f"Evidence.{name} lacks the columns {missing}")
             if frame.duplicated(keys).any():
                 raise ValueError(f"Evidence.{name} has more than one row per {tuple(keys)}")
+        for model, result in self.pretrained.items():
+            for name, keys, columns in (("layers", ["layer"], PRETRAINED_COLUMNS),
+                                        ("null", ["draw"], NULL_COLUMNS)):  # fmt: skip
+                frame = result[name]
+                missing = [c for c in [*keys, *columns] if c not in frame.columns]
+                if missing:
+                    raise ValueError(f"Evidence.pretrained[{model!r}][{name!r}] lacks the columns {missing}")
+                if frame.duplicated(keys).any():
+                    raise ValueError(f"Evidence.pretrained[{model!r}][{name!r}] has more than one row per "
+                                     f"{tuple(keys)}")  # fmt: skip
 
 
 def per_seed(lens: pd.DataFrame, layer: int | None = None) -> pd.DataFrame:
@@ -177,6 +199,7 @@ def claims(evidence: Evidence) -> list[Claim]:
             "layer 0 normalised entropy, linear - SA", _learned_gate(losses, ["sa", "linear"]))  # fmt: skip
     out += _faithfulness_claims(evidence.kinds, evidence.faithfulness_areas, losses)
     out += _ratio_claims(evidence, values, losses)
+    out += pretrained_rows(evidence.pretrained)
     return out
 
 
@@ -273,3 +296,153 @@ def _ratio_claims(evidence: Evidence, values: pd.DataFrame, losses: pd.DataFrame
         out.append(Claim("QK ratio", claim, OURS, _ours(v, "XSA's entropy slope - SA's"), judged(v, gate),
                          unit=UNIT))  # fmt: skip
     return out
+
+
+# --------------------------------------------------------------------------------------------------------
+# pretrained causal LMs (attnlab.papers.synthesis.pretrained)
+
+#: The per-layer columns of a pretrained model's ``layers`` frame that the rows read
+#: (``attnlab.papers.synthesis.pretrained.COLUMNS`` says what each is).
+PRETRAINED_COLUMNS = (
+    "cos_yv", "cos_uniform", "cos_shuffled", "cos_yv_nosink", "cos_uniform_nosink", "cos_shuffled_nosink",
+    "a_sink", "a_uniform", "first_attention", "first_contribution", "routing_energy", "effective_rank",
+)  # fmt: skip
+#: How the rows' "ours" names each column.
+PRETRAINED_LABELS = {
+    "cos_yv": "cos(y_i, v_i)", "cos_yv_nosink": "cos(y_i - a_i0 v_0, v_i)", "a_sink": "attention on token 0",
+    "first_contribution": "contribution weight of token 0", "routing_energy": "routing energy share",
+    "effective_rank": "entropy effective rank",
+}  # fmt: skip
+#: The per-draw columns of its ``null`` frame: the weight statistics of one layer of Gaussian weights.
+NULL_COLUMNS = ("routing_energy", "effective_rank")
+
+XSA_FIG1 = "XSA Fig. 1: cos(y_i, v_i) ~0.2-0.6 across layers (their 1.3B model)"
+#: Each pretrained claim: its id -> (figure, claim with ``{where}``, the paper's claim).
+PRETRAINED_CLAIMS = {
+    "bias": (
+        "similarity bias (pretrained)",
+        "{where}, SA's head output y_i is aligned with the token's own value v_i beyond uniform causal "
+        "mixing and beyond the same attention weights with the non-sink keys shuffled (cos(y_i, v_i), "
+        "the first token's term included)",
+        XSA_FIG1,
+    ),
+    "bias_nosink": (
+        "similarity bias (pretrained)",
+        "{where}, SA's head output y_i is aligned with the token's own value v_i beyond uniform mixing and "
+        "beyond shuffled non-sink keys once the first token's term a_i0 v_0 is removed from y_i and from "
+        "both nulls",
+        XSA_FIG1,
+    ),
+    "sink": (
+        "sinks (pretrained)",
+        "{where}, SA puts more attention on the first token than uniform causal attention does (a "
+        "first-token sink)",
+        "contribution weights Fig. 1: the first token draws a large attention mass",
+    ),
+    "contribution": (
+        "sinks (pretrained)",
+        "{where}, the first token contributes less to the head output than its attention says "
+        "(contribution weight c_i0 below attention a_i0)",
+        "contribution weights Fig. 1: the first token contributes little to the output",
+    ),
+    "routing": (
+        "routing (pretrained)",
+        "{where}, the heads' query-key forms W_Q^T W_K put less of their energy in routing (the "
+        "antisymmetric part) than Gaussian weights of the same shapes",
+        "S-D: in pretrained models filtering holds most of the energy",
+    ),
+    "rank": (
+        "effective rank (pretrained)",
+        "{where}, the heads' query-key forms W_Q^T W_K have a lower entropy effective rank than Gaussian "
+        "weights of the same shapes",
+        OURS,
+    ),
+}
+#: The nulls each forward claim is judged against, paired by layer: id -> (column, side, {null: column}).
+PRETRAINED_NULLS: dict[str, tuple[str, Side, dict[str, str]]] = {
+    "bias": ("cos_yv", "above", {"uniform mixing": "cos_uniform", "shuffled keys": "cos_shuffled"}),
+    "bias_nosink": ("cos_yv_nosink", "above",
+                    {"uniform mixing": "cos_uniform_nosink", "shuffled keys": "cos_shuffled_nosink"}),
+    "sink": ("a_sink", "above", {"uniform attention": "a_uniform"}),
+    "contribution": ("first_contribution", "below", {"its attention": "first_attention"}),
+}  # fmt: skip
+#: The weight claims, judged against the draws of Gaussian weights: id -> (column, side).
+PRETRAINED_WEIGHTS: dict[str, tuple[str, Side]] = {
+    "routing": ("routing_energy", "below"),
+    "rank": ("effective_rank", "below"),
+}
+
+
+def _by_layer(frame: pd.DataFrame, column: str) -> dict[Hashable, float]:
+    return {int(layer): float(v) for layer, v in zip(frame["layer"], frame[column], strict=True)}
+
+
+def _draws(null: pd.DataFrame, column: str) -> list[float]:
+    return [float(v) for v in null[column]]
+
+
+def pretrained_parts(result: Mapping, which: str) -> dict[str, Verdict]:
+    """The parts of pretrained claim ``which`` on one model's ``result`` (its per-layer ``layers`` and its
+    ``null`` draws), each judged with the layers as units (:func:`rules.null_margins`,
+    :func:`rules.random_weight_parts`)."""
+    layers = result["layers"]
+    if which in PRETRAINED_WEIGHTS:
+        column, side = PRETRAINED_WEIGHTS[which]
+        return random_weight_parts(_by_layer(layers, column), _draws(result["null"], column), side)
+    column, side, nulls = PRETRAINED_NULLS[which]
+    return null_margins(_by_layer(layers, column), {n: _by_layer(layers, c) for n, c in nulls.items()}, side)
+
+
+def pretrained_verdict(result: Mapping, which: str) -> Verdict:
+    """Pretrained claim ``which`` on one model: :func:`rules.beyond_nulls` or
+    :func:`rules.beyond_random_weights` (``all_of`` its :func:`pretrained_parts`)."""
+    layers = result["layers"]
+    if which in PRETRAINED_WEIGHTS:
+        column, side = PRETRAINED_WEIGHTS[which]
+        return beyond_random_weights(_by_layer(layers, column), _draws(result["null"], column), side)
+    column, side, nulls = PRETRAINED_NULLS[which]
+    return beyond_nulls(_by_layer(layers, column), {n: _by_layer(layers, c) for n, c in nulls.items()}, side)
+
+
+def _pretrained_ours(result: Mapping, which: str) -> str:
+    """What was measured on one model, with each part's estimate and 95% interval over the layers."""
+    layers = result["layers"]
+    where = f"[{result.get('description', '')}; {len(layers)} layers, {result.get('windows', '?')} windows]"
+    parts = pretrained_parts(result, which)
+    if which in PRETRAINED_WEIGHTS:
+        column, _ = PRETRAINED_WEIGHTS[which]
+        draws = result["null"][column]
+        layered, ranked = parts["the layers"], parts["the median layer among the draws"]
+        label = PRETRAINED_LABELS[column]
+        return (
+            f"{where} {label}: layer mean {layers[column].mean():.3f}, median layer {ranked.estimate:.3f}; "
+            f"{len(draws)} draws of a layer of Gaussian weights of the same shape: mean {draws.mean():.3f}, "
+            f"central 95% [{ranked.low:.3f}, {ranked.high:.3f}]; each layer - the mean of its own block of "
+            f"draws: {interval_text(layered, 'layers')}"
+        )
+    column, _, nulls = PRETRAINED_NULLS[which]
+    values = "; ".join(f"{name} {layers[c].mean():.3f}" for name, c in nulls.items())
+    margins = "; ".join(f"over {name} {interval_text(v, 'layers')}" for name, v in parts.items())
+    label = PRETRAINED_LABELS[column]
+    return f"{where} {label} layer mean {layers[column].mean():.3f}; {values}; paired by layer: {margins}"
+
+
+def pretrained_rows(results: Mapping[str, Mapping]) -> list[Claim]:
+    """The synthesis lenses on each pretrained model (unit "layer": a fixed model's layers, each paired with
+    its null on the same layer), then, with two models or more, each claim in every pretrained model
+    (:func:`rules.in_every_model`, unit "pretrained model")."""
+    rows = []
+    for model, result in results.items():
+        for which, (figure, claim, paper) in PRETRAINED_CLAIMS.items():
+            ours = _pretrained_ours(result, which)
+            rows.append(Claim(figure, claim.format(where=f"In {model}"), paper, ours,
+                              pretrained_verdict(result, which), unit="layer"))  # fmt: skip
+    if len(results) < 2:
+        return rows
+    for which, (figure, claim, paper) in PRETRAINED_CLAIMS.items():
+        by_model = {model: pretrained_verdict(result, which) for model, result in results.items()}
+        each = "; ".join(f"{model} {interval_text(v, 'layers')}" for model, v in by_model.items())
+        rows.append(Claim(figure, claim.format(where="In every pretrained model"), paper,
+                          f"the shown part per model: {each}", in_every_model(by_model),
+                          unit="pretrained model"))  # fmt: skip
+    return rows

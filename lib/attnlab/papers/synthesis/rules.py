@@ -7,6 +7,13 @@ A kind and its control measured on the same seeds (same data order, same initial
 claim "not testable here" when a model it is about learned nothing (``learned``: a diverged run counts) or,
 for every claim about the first-token sink, when there is no sink (``sink_present``): they check that a
 measure is defined or that the baseline condition learned, never that the claim's outcome came out.
+
+A pretrained model is one fixed set of weights: a claim about it counts its layers (one value per layer, the
+mean over text windows, heads and queries), paired by layer with the null measured on the same layer
+(``beyond_nulls``); the weight lenses' null is many draws of a layer of Gaussian weights of the model's layer
+shape, each layer paired with the mean of its own block of draws, the median layer ranked among them all
+(``beyond_random_weights``); "in every pretrained model" is ``all_of`` the models' verdicts
+(``in_every_model``), the models its units.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from attnlab.runner import thresholds
+from attnlab.runner.composite import all_of
 from attnlab.runner.verdicts import (
     GATE,
     HOLDS,
@@ -32,6 +40,7 @@ from attnlab.runner.verdicts import (
     not_testable,
     paired,
     paired_rule,
+    rank_rule,
     slope_rule,
     slopes,
 )
@@ -63,13 +72,14 @@ def learned(initial: Mapping[Hashable, float], final: Mapping[Hashable, float]) 
                         rule=GATE)  # fmt: skip
 
 
-def interval_text(v: Verdict) -> str:
-    """A verdict's mean and 95% interval over seeds, as the rows print it (its reason where it has none)."""
+def interval_text(v: Verdict, units: str = "seeds") -> str:
+    """A verdict's mean and 95% interval over its ``units`` (seeds, layers, models), as the rows print it (its
+    reason where it has none)."""
     if not math.isfinite(v.estimate):
-        return f"no estimate ({v.why}), {v.n} seeds"
+        return f"no estimate ({v.why}), {v.n} {units}"
     if not (math.isfinite(v.low) and math.isfinite(v.high)):
-        return f"{v.estimate:+.3f}, no interval ({v.why}), {v.n} seeds"
-    return f"{v.estimate:+.3f} [{v.low:+.3f}, {v.high:+.3f}], {v.n} seeds"
+        return f"{v.estimate:+.3f}, no interval ({v.why}), {v.n} {units}"
+    return f"{v.estimate:+.3f} [{v.low:+.3f}, {v.high:+.3f}], {v.n} {units}"
 
 
 def sink_present(first_attention: Seeded, uniform: Seeded, who: str = "SA") -> Verdict | None:
@@ -182,3 +192,72 @@ def trends_differ(
         slopes_differ(ratios, kind, control),
         slopes_differ(ratios, kind, control, 2),
     )
+
+
+# pretrained models: one fixed model, its layers the units --------------------------------------------------
+
+Layered = Mapping[Hashable, float]  # {layer: value}
+
+
+def null_margins(observed: Layered, nulls: Mapping[str, Layered], side: Side) -> dict[str, Verdict]:
+    """Per null (name -> {layer: the null's value on that layer}): "the fixed model's per-layer measure lies
+    ``side`` the null", :func:`~attnlab.runner.verdicts.paired_rule` by layer name (the layers are the units;
+    a layer missing from one side is an error)."""
+    if not nulls:
+        raise ValueError("null_margins(): no null to judge against")
+    return {name: paired_rule(observed, null, side) for name, null in nulls.items()}
+
+
+def beyond_nulls(observed: Layered, nulls: Mapping[str, Layered], side: Side) -> Verdict:
+    """A fixed model's per-layer measure lies ``side`` each of its ``nulls`` (XSA Fig. 1's cos(y_i, v_i)
+    against uniform mixing and shuffled keys; the first token's attention against uniform attention's, its
+    contribution weight against its attention: contribution weights' Fig. 1): :func:`null_margins`, and
+    :func:`~attnlab.runner.composite.all_of` them, the first shown unless another decides."""
+    return all_of(null_margins(observed, nulls, side))
+
+
+def random_weight_parts(observed: Layered, draws: Sequence[float], side: Side) -> dict[str, Verdict]:
+    """The two parts of :func:`beyond_random_weights`, from {layer: value} of the model (a head mean per
+    layer) and the same statistic of many draws of one layer of Gaussian weights of the model's layer shape,
+    in the order drawn:
+
+    - "the layers": each layer paired with the mean of its own block of draws (the i-th layer in layer
+      order with draws i, i + L, i + 2L, ...: disjoint blocks, so the L differences are independent and the
+      t interval is exact for the layers as units) by :func:`~attnlab.runner.verdicts.paired_rule`;
+    - "the median layer among the draws": the model's median layer ranked among all the draws
+      (:func:`~attnlab.runner.verdicts.rank_rule`, not testable under 79 draws). Conservative: under the
+      null the median of L layers lies in a tail of the single-layer draws less often than one layer does.
+
+    A ValueError when there are fewer draws than layers."""
+    xs = [float(d) for d in draws]
+    layers = sorted(observed, key=str)
+    if not layers:
+        raise ValueError("random_weight_parts(): no layers")
+    if len(xs) < len(layers):
+        raise ValueError(
+            f"random_weight_parts(): {len(xs)} draws for {len(layers)} layers; every layer needs one"
+        )
+    null = {layer: float(np.mean(xs[i :: len(layers)])) for i, layer in enumerate(layers)}
+    median = float(np.median([float(v) for v in observed.values()]))
+    return {
+        "the layers": paired_rule(observed, null, side),
+        "the median layer among the draws": rank_rule(median, xs, side, what="the median layer"),
+    }
+
+
+def beyond_random_weights(observed: Layered, draws: Sequence[float], side: Side) -> Verdict:
+    """A fixed model's weight statistic (S-D's routing energy share of the heads' forms W_Q^T W_K, their
+    effective rank; head means per layer) lies ``side`` Gaussian weights of the same shapes': both of
+    :func:`random_weight_parts` (:func:`~attnlab.runner.composite.all_of`, "the layers" shown unless the
+    other decides)."""
+    return all_of(random_weight_parts(observed, draws, side))
+
+
+def in_every_model(by_model: Mapping[str, Verdict]) -> Verdict:
+    """A claim "in every pretrained model": :func:`~attnlab.runner.composite.all_of` the models' verdicts,
+    showing the least clear model (the largest p) unless another decides; ``n`` counts the models."""
+    if not by_model:
+        raise ValueError("in_every_model(): no models")
+    finite = {name: v.p for name, v in by_model.items() if math.isfinite(v.p)}
+    main = max(finite, key=finite.__getitem__) if finite else None
+    return replace(all_of(by_model, main=main), n=len(by_model))
