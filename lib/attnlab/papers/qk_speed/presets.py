@@ -331,9 +331,11 @@ PRESETS: dict[str, Preset] = {
         squad_seeds=(0,),
         parallel=False,  # starting worker processes would cost more than the runs
     ),
-    # A 2-core machine, under 30 minutes. The circuits use LR 1.0 instead of 1e-2 with 100 instead of 250
-    # batches per epoch: 60 epochs x 100 steps x 1.0 = 6000 units of lr x steps, the paper's 2500 x 250 x 1e-2
-    # = 6250; Fig. 3 likewise (lr x steps 50 x 50 x 0.4 = 1000 vs 500 x 250 x 1e-2 = 1250).
+    # A 2-core machine, about 70 minutes from an empty results cache (SQuAD about 30 of them; how it
+    # was estimated: docs/papers/qk-speed.md, "cpu time"). The circuits use LR 1.0 instead of 1e-2 with
+    # 100 instead of 250 batches per epoch: 60 epochs x 100 steps x 1.0 = 6000 units of lr x steps, the
+    # paper's 2500 x 250 x 1e-2 = 6250; Fig. 3 likewise (lr x steps 50 x 50 x 0.4 = 1000 vs 500 x 250 x
+    # 1e-2 = 1250).
     "cpu": Preset(
         seeds=(1234, 1235, 1236),
         circuits=CircuitSetup(
