@@ -37,20 +37,28 @@ def test_every_column_matches_a_loop() -> None:
         return float(F.cosine_similarity(x, z, dim=0))
 
     b, h = 1, 1
-    nosink = [cos(y[b, h, i] - a[b, h, i, 0] * v[b, h, 0], v[b, h, i]) for i in range(1, T)]
-    uniform = [cos(v[b, h, 1 : i + 1].mean(0), v[b, h, i]) for i in range(1, T)]
+    # without the sink every measure starts at i = 2 (at i = 1 the token is the only non-sink key)
+    nosink = [cos(y[b, h, i] - a[b, h, i, 0] * v[b, h, 0], v[b, h, i]) for i in range(2, T)]
+    uniform = [cos(v[b, h, 1 : i + 1].mean(0), v[b, h, i]) for i in range(2, T)]
     prev = [cos(y[b, h, i] - a[b, h, i, 0] * v[b, h, 0], v[b, h, i - 1]) for i in range(2, T)]
     pairs = [cos(v[b, h, i], v[b, h, j]) for i in range(T) for j in range(1, i)]
-    ratio = [float(a[b, h, i, i] / (1 - a[b, h, i, 0])) for i in range(1, T)]
+    ys = shuffle_non_sink(a, torch.Generator().manual_seed(0)) @ v  # the same draw head_baselines made
+    shuffled = [cos(ys[b, h, i], v[b, h, i]) for i in range(1, T)]
+    shuffled_nosink = [cos(ys[b, h, i] - a[b, h, i, 0] * v[b, h, 0], v[b, h, i]) for i in range(2, T)]
+    ratio = [float(a[b, h, i, i] / (1 - a[b, h, i, 0])) for i in range(2, T)]
+    prev_ratio = [float(a[b, h, i, i - 1] / (1 - a[b, h, i, 0])) for i in range(2, T)]
     expect = {
         "cos_yv_nosink": sum(nosink) / len(nosink),
         "cos_uniform_nosink": sum(uniform) / len(uniform),
         "cos_prev_nosink": sum(prev) / len(prev),
         "cos_vv_nosink": sum(pairs) / len(pairs),
+        "cos_shuffled": sum(shuffled) / len(shuffled),
+        "cos_shuffled_nosink": sum(shuffled_nosink) / len(shuffled_nosink),
         "a_prev": float(sum(a[b, h, i, i - 1] for i in range(1, T)) / (T - 1)),
         "a_sink": float(a[b, h, 1:, 0].mean()),
         "a_ii_nosink": sum(ratio) / len(ratio),
-        "a_ii_uniform_nosink": sum(1 / i for i in range(1, T)) / (T - 1),
+        "a_ii_uniform_nosink": sum(1 / i for i in range(2, T)) / (T - 2),
+        "a_prev_nosink": sum(prev_ratio) / len(prev_ratio),
     }
     for name, value in expect.items():
         assert abs(float(out[name][b, h]) - value) < 1e-5, name

@@ -20,8 +20,10 @@ sink (key 0, which holds a third or more of the attention in these models and st
 - **shuffled keys**: y'_i from the same attention weights with the weights of the non-sink keys 1..i randomly
   permuted within each query (seeded), a_i0 kept on key 0: the same peakedness and sink, no position;
 - **without the sink**: each cosine recomputed with the first token's contribution a_i0 v_0 removed from
-  y_i (and from the shuffled y'_i), uniform mixing over keys 1..i only, the previous token read from i >= 2,
-  a_ii renormalised over the non-sink keys, a_ii / (1 - a_i0), beside uniform's 1 / i;
+  y_i (and from the shuffled y'_i), uniform mixing over keys 1..i only, a_ii and a_(i,i-1) renormalised over
+  the non-sink keys, a_ii / (1 - a_i0) and a_(i,i-1) / (1 - a_i0), beside uniform's 1 / i. Every measure
+  without the sink is read from i >= 2: at i = 1 the token itself is the only key left, so y_1 - a_10 v_0 is
+  along v_1 and a_11 / (1 - a_10) = 1 whatever the model learned (as at i = 0 with the sink);
 - **value similarity**: cos(v_i, v_j) over causal pairs j < i, and over 1 <= j < i without the sink.
 
 The units of every interval are the text windows (one fixed model; its seed is not a unit here). Depth is
@@ -80,18 +82,19 @@ COLUMNS = {
     "cos_far": "mean cos(y_i, v_(i-T/2)), i >= T/2: the value of a token half a window back",
     "cos_prev": "mean cos(y_i, v_(i-1)), i >= 1: the previous token's value",
     "cos_shuffled": "mean cos(y'_i, v_i), i >= 1: the same weights, non-sink keys shuffled within each query",
-    "cos_yv_nosink": "mean cos(y_i - a_i0 v_0, v_i), i >= 1: without the first token's contribution",
-    "cos_uniform_nosink": "mean cos(mean_(1<=j<=i) v_j, v_i), i >= 1: uniform mixing without the first token",
+    "cos_yv_nosink": "mean cos(y_i - a_i0 v_0, v_i), i >= 2: without the first token's contribution",
+    "cos_uniform_nosink": "mean cos(mean_(1<=j<=i) v_j, v_i), i >= 2: uniform mixing without the first token",
     "cos_prev_nosink": "mean cos(y_i - a_i0 v_0, v_(i-1)), i >= 2",
-    "cos_shuffled_nosink": "mean cos(y'_i - a_i0 v_0, v_i), i >= 1",
+    "cos_shuffled_nosink": "mean cos(y'_i - a_i0 v_0, v_i), i >= 2",
     "cos_vv": "mean cos(v_i, v_j) over causal pairs j < i",
     "cos_vv_nosink": "mean cos(v_i, v_j) over pairs 1 <= j < i (the sink's value left out)",
     "a_ii": "mean diagonal attention a_ii, i >= 1",
     "a_ii_uniform": "a_ii of uniform causal attention, mean of 1 / (i + 1)",
     "a_prev": "mean attention on the previous token a_(i,i-1), i >= 1",
     "a_sink": "mean attention on the first token a_i0, i >= 1",
-    "a_ii_nosink": "mean a_ii / (1 - a_i0), i >= 1: the diagonal among the non-sink keys",
-    "a_ii_uniform_nosink": "a_ii / (1 - a_i0) of uniform causal attention, mean of 1 / i",
+    "a_ii_nosink": "mean a_ii / (1 - a_i0), i >= 2: the diagonal among the non-sink keys",
+    "a_ii_uniform_nosink": "a_ii / (1 - a_i0) of uniform causal attention, mean of 1 / i over i >= 2",
+    "a_prev_nosink": "mean a_(i,i-1) / (1 - a_i0), i >= 2: the previous token among the non-sink keys",
 }
 
 
@@ -128,8 +131,10 @@ def head_baselines(
     ybar = v.cumsum(-2) / counts  # (B, H, T, d): uniform causal mixing
     sink = pattern[..., :, :1] * v[..., :1, :]  # (B, H, T, d): a_i0 v_0
     shuffled = shuffle_non_sink(pattern, generator) @ v  # (B, H, T, d)
-    ybar_nosink = (v.cumsum(-2) - v[..., :1, :])[..., 1:, :] / counts[:-1]  # (B, H, T-1, d): keys 1..i
+    ybar_nosink = (v.cumsum(-2) - v[..., :1, :])[..., 2:, :] / counts[1:-1]  # (B, H, T-2, d): keys 1..i
     a_sink = pattern[..., 1:, 0]  # (B, H, T-1)
+    # the non-sink share 1 - a_i0 of queries i >= 2 (B, H, T-2), kept above 0 where a head is all sink
+    rest = (1 - pattern[..., 2:, 0]).clamp_min(torch.finfo(y.dtype).tiny)
     vn = F.normalize(v, dim=-1)
     gram = vn @ vn.transpose(-1, -2)  # (B, H, T, T)
     pairs = torch.ones(T, T, dtype=torch.bool, device=y.device).tril(-1)
@@ -138,26 +143,28 @@ def head_baselines(
     def cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return F.cosine_similarity(a, b, dim=-1).mean(-1)
 
-    diagonal = pattern.diagonal(dim1=-2, dim2=-1)[..., 1:]  # (B, H, T-1)
-    positions = torch.arange(1, T, device=y.device, dtype=y.dtype)
+    diagonal = pattern.diagonal(dim1=-2, dim2=-1)  # (B, H, T): a_ii
+    below = pattern.diagonal(offset=-1, dim1=-2, dim2=-1)  # (B, H, T-1): a_(i,i-1) of queries i >= 1
+    positions = torch.arange(2, T, device=y.device, dtype=y.dtype)
     return {
         "cos_yv": bias["cos_yv"],
         "cos_uniform": cos(ybar[..., 1:, :], v[..., 1:, :]),
         "cos_far": cos(y[..., far:, :], v[..., :-far, :]),
         "cos_prev": cos(y[..., 1:, :], v[..., :-1, :]),
         "cos_shuffled": cos(shuffled[..., 1:, :], v[..., 1:, :]),
-        "cos_yv_nosink": cos((y - sink)[..., 1:, :], v[..., 1:, :]),
-        "cos_uniform_nosink": cos(ybar_nosink, v[..., 1:, :]),
+        "cos_yv_nosink": cos((y - sink)[..., 2:, :], v[..., 2:, :]),
+        "cos_uniform_nosink": cos(ybar_nosink, v[..., 2:, :]),
         "cos_prev_nosink": cos((y - sink)[..., 2:, :], v[..., 1:-1, :]),
-        "cos_shuffled_nosink": cos((shuffled - sink)[..., 1:, :], v[..., 1:, :]),
+        "cos_shuffled_nosink": cos((shuffled - sink)[..., 2:, :], v[..., 2:, :]),
         "cos_vv": bias["cos_vv"],
         "cos_vv_nosink": gram[..., pairs].mean(-1),
         "a_ii": bias["a_ii"],
         "a_ii_uniform": bias["a_ii_uniform"],
-        "a_prev": pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1),
+        "a_prev": below.mean(-1),
         "a_sink": a_sink.mean(-1),
-        "a_ii_nosink": (diagonal / (1 - a_sink).clamp_min(torch.finfo(y.dtype).tiny)).mean(-1),
+        "a_ii_nosink": (diagonal[..., 2:] / rest).mean(-1),
         "a_ii_uniform_nosink": (1.0 / positions).mean().expand(B, H),
+        "a_prev_nosink": (below[..., 1:] / rest).mean(-1),
     }
 
 
