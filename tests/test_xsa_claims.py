@@ -14,6 +14,7 @@ import pytest
 
 from attnlab.papers import xsa
 from attnlab.papers.xsa import claims as xc
+from attnlab.papers.xsa import claims_table2 as xt2
 from attnlab.papers.xsa import rules as xr
 from attnlab.runner.claims import UNITS
 from attnlab.runner.stats import mean_interval
@@ -379,13 +380,13 @@ def test_zero_shot_rows_are_gated_on_the_best_trivial_baseline():
         "no_prompt": 0.5,
     }
     at_shortest = {s: {"sa": [rate] * 3, "xsa": [rate] * 3} for s in ("sum", "per_byte", "unconditional")}
-    rows = xc._claims_table2(_zero_shot(at_shortest, baselines))
+    rows = xt2.table2_rows(_zero_shot(at_shortest, baselines))
     assert [r.verdict.word for r in rows] == ["not testable here"] * 4
     task = rows[0].verdict
     assert task.null == pytest.approx(rate) and "shortest" in task.why and task.why.startswith("SA: ")
     assert "best trivial baseline 55.7 %" in rows[0].ours
     learned = dict(at_shortest, per_byte={"sa": [0.70, 0.71, 0.69], "xsa": [0.72, 0.735, 0.71]})
-    rows = xc._claims_table2(_zero_shot(learned, baselines))
+    rows = xt2.table2_rows(_zero_shot(learned, baselines))
     words = {r.claim: r.verdict.word for r in rows}
     assert words["XSA improves zero-shot accuracy (boolq, log-likelihood per byte)"] == "holds"
     assert words["XSA improves average zero-shot accuracy (log-likelihood per byte)"] == "holds"
@@ -393,13 +394,13 @@ def test_zero_shot_rows_are_gated_on_the_best_trivial_baseline():
     # the same per-byte accuracies, but XSA's no-prompt preference already reaches 75 %: XSA is not above
     # its baselines, which the row says; only SA's gate can set the claim aside, so it is still judged
     prior = _zero_shot(learned, baselines).assign(no_prompt=lambda f: np.where(f["kind"] == "xsa", 0.75, 0.5))
-    row = _row(xc._claims_table2(prior), "XSA improves zero-shot accuracy (boolq, log-likelihood per")
+    row = _row(xt2.table2_rows(prior), "XSA improves zero-shot accuracy (boolq, log-likelihood per")
     assert row.verdict.word == "holds" and "XSA 72.2 % (not above its baselines)" in row.ours
     # SA below its baseline: every row of the task and the average are set aside, whatever XSA does
     sa_prior = _zero_shot(learned, baselines).assign(
         no_prompt=lambda f: np.where(f["kind"] == "sa", 0.75, 0.5)
     )
-    rows = xc._claims_table2(sa_prior)
+    rows = xt2.table2_rows(sa_prior)
     assert all(r.verdict.word == "not testable here" for r in rows)
 
 
@@ -510,8 +511,10 @@ NOISE = {"sa": 0.0, "xsa": 1.0, "xsa-random": -1.0, "xsa-prev": 0.5}
 
 
 def _evidence(exp: xsa.XSAExperiment, seed_effect: float = 0.01, lr_spread: float = 1.0) -> xc.Evidence:
-    """Seeds where XSA's loss is 0.05 below SA's everywhere (and the controls 0.01 below SA's) with a gap
-    that neither shrinks nor grows over training, similarity bias growing with depth in SA, XSA 20 % heavier
+    """Seeds where XSA's loss is 0.05 below SA's at the smallest size and 0.01 more at each larger one (a
+    little more or less in each seed), the controls 0.01 below SA's, with a gap that neither shrinks nor
+    grows over training; the variants (subword tokens, grouped-query attention) with XSA 0.03 below SA and
+    the controls; similarity bias growing with depth in SA, XSA 20 % heavier
     in memory in every configuration (time alike, over three alternated repeats), a margin steady across
     learning rates (its per-seed wobble scaled by ``lr_spread``), a gain growing with length, sinks on which
     seeds disagree, SA putting mass on its sinks and XSA less, and every task at chance. ``seed_effect``: how
@@ -521,7 +524,8 @@ def _evidence(exp: xsa.XSAExperiment, seed_effect: float = 0.01, lr_spread: floa
         [
             (size, kind, seed, step, 100 * step, split,
              3 - step / 30 + seed_effect * seed + offset[kind]
-             + NOISE[kind] * SEED_NOISE[seed] * (1 + step / 60))
+             + NOISE[kind] * SEED_NOISE[seed] * (1 + step / 60)
+             - (kind == "xsa") * 0.01 * exp.sizes.index(size) * (1 + 10 * SEED_NOISE[seed]))
             for size in exp.sizes for kind in exp.kinds(size) for seed in exp.seeds
             for step in range(0, 61, 10) for split in ("validation", "train") if step or split == "validation"
         ],
@@ -576,9 +580,15 @@ def _evidence(exp: xsa.XSAExperiment, seed_effect: float = 0.01, lr_spread: floa
          "majority_answer": 0.02, "shortest": np.nan, "longest": np.nan, "no_prompt": np.nan}
         for kind in xsa.KINDS for seed in exp.seeds
     ])  # fmt: skip
+    variant_runs = pd.DataFrame([
+        {"setting": setting, "kind": kind, "seed": seed, "train": 5.0,
+         "validation": 5 + seed_effect * seed + (kind == "xsa") * (-0.03 + SEED_NOISE[seed])}
+        for setting, kinds in (("subword", (*xsa.KINDS, *xsa.CONTROLS)), ("grouped-query", xsa.KINDS))
+        for kind in kinds for seed in exp.seeds
+    ])  # fmt: skip
     return xc.Evidence(
         lr_grids=grids, loss_curves=curves, layer_diagnostics=diag, block_costs=costs, seq_len_sweep=seq,
-        sink_sweep=sinks, sink_attention=sink_mass, zero_shot=zero_shot,
+        sink_sweep=sinks, sink_attention=sink_mass, zero_shot=zero_shot, variant_runs=variant_runs,
     )  # fmt: skip
 
 
@@ -596,6 +606,10 @@ def test_claims_table_on_hand_built_measurements():
         *[("Fig. 3", "holds")] * 3 * len(exp.sizes),
         *[("Fig. 3", "inconclusive")] * len(exp.sizes),  # a steady gap with seed noise: no narrowing shown
         ("control", "holds"), ("control", "holds"),
+        ("control", "holds"),  # the previous-value control pooled over sizes (one control size at smoke)
+        ("Fig. 3", "holds"),  # the gain grows with size
+        ("Fig. 3", "holds"), ("control", "holds"), ("control", "holds"),  # subword: SA, both controls
+        ("Alg. 1", "holds"),  # grouped-query attention
         ("Fig. 4", "holds"), ("Fig. 4", "holds"),
         ("Fig. 5", "holds"),
         ("Fig. 6", "inconclusive"), ("Fig. 6", "holds"),
@@ -674,6 +688,8 @@ def test_claims_need_the_evidence_alone_and_every_row_names_its_unit():
         sizes=exp.sizes,
         control_sizes=tuple(s for s in exp.sizes if s in exp.preset.control_sizes),
         warmup_steps=exp.warmup_steps(),
+        size_parameters=exp.size_parameters(),
+        variant_settings=exp._variant_settings(),
         device="cpu",
     )
     alone, through = xc.claims(settings), exp.claims(_evidence(exp))
@@ -681,7 +697,9 @@ def test_claims_need_the_evidence_alone_and_every_row_names_its_unit():
         (r.claim, r.verdict.word, r.verdict.why) for r in through
     ]
     units = {r.figure: r.unit for r in alone}
-    assert units["Fig. 2"] == "repeat" and units["Alg. 1"] == "none" and units["Fig. 3"] == "trained model"
+    assert units["Fig. 2"] == "repeat" and units["Fig. 3"] == "trained model"
+    assert _row(alone, "XSA output is orthogonal").unit == "none"
+    assert _row(alone, "XSA with grouped-query attention").unit == "trained model"
     assert all(r.unit in UNITS and r.unit for r in alone)
 
 
@@ -697,3 +715,84 @@ def test_the_claims_and_rules_never_import_the_experiment():
         }
         imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
         assert not any(name.endswith("xsa.experiment") for name in imported), module.__name__
+
+
+def _sizes(by_size: dict) -> dict:
+    """{size: [value per seed]} -> {size: {seed: value}}."""
+    return {size: _seeds(values) for size, values in by_size.items()}
+
+
+def test_pooled_previous_value_control_averages_each_seed_over_the_sizes():
+    """The pre-stated pooled rule: one number per seed (its mean over the sizes), so n = seeds, never seeds
+    x sizes; a gap too small for either size alone is clear pooled; seeds pair by name."""
+    prev = _sizes({"2L": [2.0, 2.2, 2.4, 2.1, 2.3], "8L": [1.8, 1.7, 1.9, 1.6, 1.75]})
+    gaps = {"2L": [-0.01, -0.03, 0.005, -0.02, -0.01], "8L": [-0.02, 0.0, -0.03, -0.005, -0.02]}
+    xsa_ = {size: {s: prev[size][s] + g for s, g in _seeds(gaps[size]).items()} for size in prev}
+    for size in prev:  # each size alone: inconclusive
+        assert xr.verdict_gap_below_zero(xsa_[size], prev[size]).word == "inconclusive"
+    pooled = xr.verdict_beats_previous_value_pooled(xsa_, prev)
+    per_seed = [(a + b) / 2 for a, b in zip(gaps["2L"], gaps["8L"], strict=True)]
+    est = mean_interval(per_seed)
+    assert (pooled.word, pooled.n, pooled.null) == ("holds", 5, 0.0) and pooled.rule.startswith("paired")
+    assert (pooled.estimate, pooled.low, pooled.high) == pytest.approx((est.mean, est.low, est.high))
+    # the 8L seeds relabelled: pairing by name moves them; a seed missing at one size is an error
+    rotated = {**xsa_, "8L": {(s + 1) % 5: v for s, v in xsa_["8L"].items()}}
+    assert xr.verdict_beats_previous_value_pooled(rotated, prev) != pooled
+    with pytest.raises(ValueError, match="same seeds"):
+        xr.verdict_beats_previous_value_pooled({**xsa_, "8L": {0: 1.0}}, {**prev, "8L": {0: 1.1}})
+    assert xr.verdict_beats_previous_value_pooled({}, {}).word == "not testable here"
+    worse = {size: {s: v + 0.1 + 0.01 * s for s, v in prev[size].items()} for size in prev}
+    assert xr.verdict_beats_previous_value_pooled(worse, prev).word == "does not hold"
+
+
+def test_gain_grows_with_size_is_a_slope_per_seed_against_log_parameters():
+    params = {"2L-32d": 25_000, "2L-64d": 98_000, "8L-64d": 393_000}
+    # the gap deepens by 0.01 per doubling of the parameters, a little more or less in each seed
+    rate = {0: 0.010, 1: 0.012, 2: 0.008, 3: 0.011, 4: 0.009}
+    logs = {s: np.log2(p) for s, p in params.items()}
+    gaps = {seed: {s: -0.02 - r * (logs[s] - logs["2L-32d"]) for s in params} for seed, r in rate.items()}
+    v = xr.verdict_gain_grows_with_size(params, gaps)
+    assert (v.word, v.n, v.null) == ("holds", 5, 0.0) and v.rule.startswith("slope")
+    assert v.estimate == pytest.approx(-np.mean(list(rate.values())))  # per doubling, not per parameter
+    shrinking = {seed: {s: -g for s, g in by.items()} for seed, by in gaps.items()}
+    assert xr.verdict_gain_grows_with_size(params, shrinking).word == "does not hold"
+    two = {s: params[s] for s in ("2L-32d", "8L-64d")}
+    narrow = xr.verdict_gain_grows_with_size(two, {k: {s: g[s] for s in two} for k, g in gaps.items()})
+    assert narrow.word == "not testable here"
+    one_seed = xr.verdict_gain_grows_with_size(params, {0: gaps[0]})
+    assert (one_seed.word, one_seed.n) == ("not testable here", 1)
+    with pytest.raises(ValueError, match="sizes"):
+        xr.verdict_gain_grows_with_size(params, {0: {"2L-32d": -0.01}})
+
+
+def test_size_trend_row_uses_every_trained_size_and_its_parameters():
+    exp = xsa.configure(scale="smoke", device="cpu", seeds=list(SEEDS))
+    row = _row(exp.claims(_evidence(exp)), "XSA's gain over SA grows with model size")
+    assert row.unit == "trained model" and row.verdict.n == 3 and row.verdict.word == "holds"
+    for size, n in exp.size_parameters().items():
+        assert f"{size} ({n:,})" in row.ours
+    flat = xc.claims(replace(_evidence(exp), sizes=exp.sizes, warmup_steps=exp.warmup_steps()))  # no counts
+    assert "parameter counts" in _row(flat, "XSA's gain over SA grows").verdict.why
+
+
+def test_variant_rows_pair_by_seed_within_their_own_setting():
+    """Each variant row reads its own setting's runs: SA's subword runs made worse move the subword row
+    alone; without variant runs every variant row is not testable, never dropped."""
+    exp = xsa.configure(scale="smoke", device="cpu", seeds=list(SEEDS))
+    evidence = _evidence(exp)
+    rows = exp.claims(evidence)
+    subword = _row(rows, "XSA reaches a lower final validation loss than SA in subword tokens")
+    grouped = _row(rows, "XSA with grouped-query attention")
+    assert subword.verdict.word == grouped.verdict.word == "holds" and subword.verdict.n == 3
+    assert "nats/token" in subword.ours and "2 query heads sharing 1 value head(s)" in grouped.ours
+    v = evidence.variant_runs
+    flipped = v.assign(validation=np.where((v["setting"] == "subword") & (v["kind"] == "sa"),
+                                           v["validation"] - 0.1, v["validation"]))  # fmt: skip
+    rows = exp.claims(replace(evidence, variant_runs=flipped))
+    assert _row(rows, "XSA reaches a lower final validation loss than SA in subword").verdict.word == (
+        "does not hold"
+    )
+    assert _row(rows, "XSA with grouped-query attention").verdict == grouped.verdict
+    none = exp.claims(replace(evidence, variant_runs=pd.DataFrame()))
+    variant = [r for r in none if "subword" in r.claim or "grouped-query" in r.claim]
+    assert len(variant) == 4 and all(r.verdict.word == "not testable here" for r in variant)

@@ -77,3 +77,31 @@ def test_gap_over_training_marks_the_early_reading():
     assert "early reading (step 120)" in labels
     early = next(line for line in ax.lines if line.get_label() == "early reading (step 120)")
     assert early.get_xdata()[0] == 1200
+
+
+def test_gain_by_size_puts_each_size_at_its_parameters_with_every_seed():
+    finals = _finals()
+    fig = plots.gain_by_size(finals, {"2L-64d": 98_000, "8L-64d": 393_000})
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2L-64d\n98,000", "8L-64d\n393,000"]
+    seeds = [line for line in ax.lines if line.get_marker() == "o"]
+    assert len(seeds) == 5 and list(seeds[0].get_xdata()) == [98_000, 393_000]
+
+
+def test_pretrained_nulls_show_each_null_with_and_without_the_sink():
+    from attnlab.papers.xsa.pretrained import COLUMNS
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(
+        [{"window": w, "layer": k, "depth": k / 2, **{c: rng.uniform(0.1, 0.5) for c in COLUMNS}}
+         for w in range(4) for k in range(3)]
+    )  # fmt: skip
+    fig = plots.pretrained_nulls({"big": {"parameters": 1_777_088_000, "table": table},
+                                  "small": {"parameters": 134_515_008, "table": table}})  # fmt: skip
+    assert [ax.get_title().split("\n")[0] for ax in fig.axes[:2]] == ["small", "big"]
+    labels = {t.get_text() for t in fig.axes[0].get_yticklabels()}
+    assert labels == {label for label, _, _ in plots.NULL_ROWS}
+    # one mark per null with the sink, one per null with it removed (the far token has no such null)
+    marks = [c for c in fig.axes[0].containers if len(c.lines[0].get_xdata())]
+    assert len(marks) == 2 * len(plots.NULL_ROWS) - 1

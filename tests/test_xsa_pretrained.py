@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab import reuse
-from attnlab.papers.xsa import claims as xsa_claims
+from attnlab.papers.xsa import claims_pretrained as xcp
 from attnlab.papers.xsa.pretrained import COLUMNS, head_baselines, layer_table
 from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, slope_rule
 
@@ -83,17 +83,27 @@ def _table(windows=8, layers=6, rise=0.3, margin=0.1, seed=0):
     return pd.DataFrame(rows)
 
 
+N_CLAIMS = len(xcp.PRETRAINED_CLAIMS)
+
+
 def test_pretrained_claims_follow_the_evidence():
-    rows = xsa_claims.pretrained_claims(_table(), "a model")
-    assert [r.verdict.word for r in rows] == [HOLDS] * 5
+    rows = xcp.pretrained_claims(_table(), "a model")
+    assert len(rows) == N_CLAIMS == 17
+    assert [r.verdict.word for r in rows[:5]] == [HOLDS] * 5  # the claims as first judged, first
     assert all(r.ours.startswith("[a model; 6 layers, 8 windows]") for r in rows)
-    falling = xsa_claims.pretrained_claims(_table(rise=-0.3, margin=0.5), "a model")
+    falling = xcp.pretrained_claims(_table(rise=-0.3, margin=0.5), "a model")
     assert falling[2].claim == "the similarity bias grows with depth"
     assert falling[2].verdict.word == DOES_NOT_HOLD and falling[4].verdict.word == DOES_NOT_HOLD
-    below = xsa_claims.pretrained_claims(_table(rise=0.0, margin=-0.2), "a model")
+    below = xcp.pretrained_claims(_table(rise=0.0, margin=-0.2), "a model")
     assert below[0].verdict.word == DOES_NOT_HOLD  # below uniform mixing
-    assert [r.unit for r in rows] == ["window", "window", "layer", "window", "layer"]
+    assert [r.unit for r in rows[:5]] == ["window", "window", "layer", "window", "layer"]
     assert rows[2].verdict.n == 6 and rows[2].verdict.rule.startswith("slope over layers")
+    # every row of a mean over text says so and rests on the windows; a depth trend on the layers
+    for row, claim in zip(rows, xcp.PRETRAINED_CLAIMS, strict=True):
+        assert row.unit == ("layer" if claim.null is None else "window")
+        assert row.verdict.n == (6 if claim.null is None else 8)
+        if claim.null is not None:
+            assert "the windows are the units" in row.ours
 
 
 def test_a_depth_trend_uses_the_layers_as_units_never_the_windows():
@@ -106,7 +116,7 @@ def test_a_depth_trend_uses_the_layers_as_units_never_the_windows():
         {"window": w, "layer": k, "depth": k / 7, "cos_yv": profile[k] + 1e-3 * rng.standard_normal()}
         for w in range(32) for k in range(8)
     ])  # fmt: skip
-    v = xsa_claims.pretrained_verdict(table, "cos_yv", None)
+    v = xcp.pretrained_verdict(table, "cos_yv", None)
     assert v.word == INCONCLUSIVE and v.n == 8 and v.low < v.estimate < v.high
     per_window = table.pivot(index="window", columns="layer", values="cos_yv")
     windows_as_units = slope_rule(
@@ -124,9 +134,9 @@ def test_every_pretrained_model_is_all_of_the_models():
         "rising": {"description": "a rising model", "table": _table()},
         "falling": {"description": "a falling model", "table": _table(rise=-0.3, margin=0.5, seed=1)},
     }
-    rows = xsa_claims.pretrained_rows(results)
+    rows = xcp.pretrained_rows(results)
     every = {r.claim: r for r in rows if r.unit == "pretrained model"}
-    assert len(rows) == 2 * 5 + 5 and len(every) == 5
+    assert len(rows) == 2 * N_CLAIMS + N_CLAIMS and len(every) == N_CLAIMS
     grows = every["a_ii grows with depth, in every pretrained model"]
     assert (
         grows.verdict.word == DOES_NOT_HOLD
@@ -142,8 +152,8 @@ def test_every_pretrained_model_is_all_of_the_models():
         == INCONCLUSIVE
     )
     assert "rising" in grows.ours and "falling" in grows.ours
-    one = xsa_claims.pretrained_rows({"rising": results["rising"]})
-    assert len(one) == 5  # a single model: its own rows only
+    one = xcp.pretrained_rows({"rising": results["rising"]})
+    assert len(one) == N_CLAIMS  # a single model: its own rows only
 
 
 def test_the_pretrained_figure_names_each_model_and_its_size_on_the_size_axis():
@@ -163,3 +173,54 @@ def test_the_pretrained_figure_names_each_model_and_its_size_on_the_size_axis():
     assert labels == ["small\n135M", "big\n1.78B"]  # smallest first, sizes as written, not 1.78e+03M
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "big (1.78B parameters)" in legend
+
+
+def _sink_table(windows=8, layers=4, seed=0):
+    """A model whose output is aligned with its own value only through the sink: with the sink inside y_i
+    cos(y_i, v_i) clears uniform mixing, the previous token and the shuffled keys; with a_i0 v_0 removed
+    from both sides it sits below each of them. Its a_ii is above a_(i,i-1) with the sink and below it among
+    the non-sink keys; the values are correlated with the sink's value and not without it."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for w in range(windows):
+        for layer in range(layers):
+            e = 0.01 * rng.standard_normal(8)
+            rows.append({
+                "window": w, "layer": layer, "depth": layer / (layers - 1),
+                "cos_yv": 0.5 + e[0], "cos_uniform": 0.3, "cos_far": 0.3, "cos_prev": 0.3 + e[1],
+                "cos_shuffled": 0.3 + e[2], "cos_yv_nosink": 0.1 + e[3], "cos_uniform_nosink": 0.2,
+                "cos_prev_nosink": 0.25 + e[4], "cos_shuffled_nosink": 0.2 + e[5], "cos_vv": 0.2 + e[6],
+                "cos_vv_nosink": -0.05 + e[7], "a_ii": 0.2 + e[0], "a_ii_uniform": 0.05, "a_prev": 0.1,
+                "a_ii_nosink": 0.2 + e[1], "a_ii_uniform_nosink": 0.05, "a_prev_nosink": 0.4 + e[2],
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_sink_removed_rows_read_the_nosink_columns_on_both_sides():
+    rows = {r.claim: r for r in xcp.pretrained_claims(_sink_table(), "a sink model")}
+    own = "SA output is aligned with the token's own value beyond "
+    for null in ("uniform mixing", "the previous token's value", xcp.SHUFFLED):
+        assert rows[own + null].verdict.word == HOLDS, null
+        removed = rows[own + null + xcp.SINK_REMOVED]
+        assert removed.verdict.word == DOES_NOT_HOLD and removed.verdict.high < 0, null
+        assert removed.ours.startswith("[a sink model; 4 layers, 8 windows] cos(y_i - a_i0 v_0, v_i)")
+    assert rows[xcp.ABOVE_PREV].verdict.word == HOLDS
+    assert rows[xcp.ABOVE_PREV + xcp.SINK_REMOVED].verdict.word == DOES_NOT_HOLD
+    assert rows[xcp.HIGH + xcp.SINK_REMOVED].verdict.word == HOLDS
+
+
+def test_values_are_correlated_is_judged_against_zero_over_the_windows():
+    """cos(v_i, v_j) > 0: a constant null, each window's mean over layers a unit (8 windows, not 32 rows);
+    without the sink's value the same model's values are anti-correlated."""
+    rows = {r.claim: r for r in xcp.pretrained_claims(_sink_table(), "m")}
+    with_sink = rows[xcp.CORRELATED].verdict
+    assert with_sink.word == HOLDS and with_sink.null == 0.0 and with_sink.n == 8
+    assert with_sink.estimate == pytest.approx(_sink_table()["cos_vv"].mean())
+    without = rows[xcp.CORRELATED + xcp.SINK_REMOVED].verdict
+    assert without.word == DOES_NOT_HOLD and without.high < 0
+    # the windows are the units: one window far below and seven barely above leave the claim open
+    table = _sink_table()
+    table.loc[table["window"] == 0, "cos_vv"] = -1.2
+    table.loc[table["window"] != 0, "cos_vv"] = 0.02 + 0.001 * table["layer"]
+    v = xcp.pretrained_verdict(table, "cos_vv", 0.0)
+    assert v.n == 8 and v.word == INCONCLUSIVE

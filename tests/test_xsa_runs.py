@@ -9,6 +9,7 @@ import torch
 
 from attnlab.papers import xsa
 from attnlab.papers.xsa import experiment as xsa_experiment
+from attnlab.papers.xsa import runs as xsa_runs
 from attnlab.training.trainer import TrainResult
 
 
@@ -120,7 +121,7 @@ def test_prefetch_trains_the_missing_runs_in_workers_exactly_as_this_process_wou
     parallel = [exp._train(*run) for run in runs]
     assert all(r.cached for r in parallel)  # trained by the workers, loaded here
     assert [exp.training_threads(spec) for spec, _ in runs] == [1, 1]
-    record = xsa_experiment._threads_file(runs[0][0], exp.torch_device)
+    record = xsa_runs.threads_file(runs[0][0], exp.torch_device)
     record.write_text(record.read_text()[:5])  # truncated: named, and the count taken as unknown
     assert exp.training_threads(runs[0][0]) is None
 

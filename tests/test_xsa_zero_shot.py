@@ -16,7 +16,7 @@ from attnlab.data.tasks import TASKS, MultipleChoice, choice_logprobs
 from attnlab.data.tasks import accuracy as summed_accuracy
 from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.model import GPT, GPTConfig
-from attnlab.papers.xsa import claims as xc
+from attnlab.papers.xsa import claims_table2 as xt2
 from attnlab.papers.xsa import experiment as xsa_experiment
 from attnlab.papers.xsa import presets
 from attnlab.papers.xsa import rules as xr
@@ -300,7 +300,7 @@ def test_table2_scores_the_eight_tasks_lambada_by_greedy_continuation(tmp_path, 
     ours = 100 * (lam.loc["xsa", "accuracy"] - lam.loc["sa", "accuracy"])
     assert lam_row["gain_points"] == pytest.approx(ours)
 
-    rows = xc._claims_table2(table)
+    rows = xt2.table2_rows(table)
     assert len(rows) == 1 + len(zs.CLAIM_SCORINGS) * (len(presets.TABLE2_TASKS) - 1 + 1)
     assert rows[0].claim == "XSA improves zero-shot accuracy (lambada, greedy continuation is the last word)"
     assert rows[0].paper.startswith("SA -> XSA: 0.7B 52.82 -> 54.07 (+1.25)")

@@ -15,15 +15,18 @@ from attnlab.papers.xsa.presets import (
     GPU,
     GPU_CORPUS,
     GPU_CORPUS_COMMAND,
+    GROUPED,
     PAPER_TABLE1,
     PAPER_TABLE2,
     PAPER_TABLE2_AVG,
     PRESETS,
+    SUBWORD,
     TABLE2_TASKS,
     Bench,
     Preset,
     Size,
     Sweep,
+    Variants,
 )
 
 __all__ = [
@@ -37,6 +40,9 @@ __all__ = [
     "GPU_CORPUS_COMMAND",
     "Size",
     "Sweep",
+    "Variants",
+    "SUBWORD",
+    "GROUPED",
     "Bench",
     "Preset",
     "GPU",

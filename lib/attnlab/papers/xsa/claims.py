@@ -1,37 +1,35 @@
 """Exclusive Self Attention (XSA, arXiv 2603.09078): the paper's claims judged on this run's measurements.
 
 The notebook gathers its tables into one :class:`Evidence` (the experiment's ``claims`` method adds the run's
-settings: sizes, warm-up steps, device) and :func:`claims` writes each claims row from it alone. The verdicts
-are the pure rules of :mod:`attnlab.papers.xsa.rules`; every row names its unit of replication: a trained
-model (seed), a pretrained model, a layer, a text window, a timing repeat, or none (an identity).
+settings: sizes and their parameters, warm-up steps, the variants' settings, device) and :func:`claims` writes
+each claims row from it alone: the rows of the trained models here, Table 2's in
+:mod:`attnlab.papers.xsa.claims_table2`, Fig. 1 on pretrained models in
+:mod:`attnlab.papers.xsa.claims_pretrained`. The verdicts are the pure rules of
+:mod:`attnlab.papers.xsa.rules`; every row names its unit of replication: a trained model (seed), a pretrained
+model, a layer, a text window, a timing repeat, or none (an identity).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
 from attnlab.papers.xsa import rules
-from attnlab.papers.xsa.presets import PAPER_TABLE2_AVG, paper_task_text
+from attnlab.papers.xsa.claims_pretrained import pretrained_rows
+from attnlab.papers.xsa.claims_table2 import table2_rows
+from attnlab.papers.xsa.curves import final_losses, gap_curves
+from attnlab.papers.xsa.presets import GROUPED, SUBWORD
 from attnlab.papers.xsa.rules import EARLY_WARMUPS, OVERHEAD_LIMIT, STEADY_SLOPE_MARGIN, early_and_final
-from attnlab.papers.xsa.zero_shot import (
-    BASELINES,
-    CLAIM_SCORINGS,
-    GREEDY,
-    SCORING_LABELS,
-    ZERO_SHOT_COLUMNS,
-    baseline_label,
-    best_baseline,
-)
+from attnlab.papers.xsa.zero_shot import ZERO_SHOT_COLUMNS
 from attnlab.runner.claims import Claim, signed
 from attnlab.runner.claims import interval as _ci
 from attnlab.runner.stats import estimate
-from attnlab.runner.verdicts import Verdict, paired
+from attnlab.runner.verdicts import not_testable, paired
 
 __all__ = ["EARLY_WARMUPS", "STEADY_SLOPE_MARGIN", "Evidence", "claims", "early_and_final"]
 
@@ -49,6 +47,7 @@ EVIDENCE_COLUMNS = {
     "sink_attention": ("kind", "seed", "n_sink", "layer", "sink_mass", "first_mass", "sink_uniform",
                        "first_uniform"),
     "zero_shot": ZERO_SHOT_COLUMNS,
+    "variant_runs": ("setting", "kind", "seed", "validation"),
 }  # fmt: skip
 
 
@@ -79,15 +78,20 @@ class Evidence:
     zero_shot: pd.DataFrame  # Table 2 (``zero_shot``)
     # Fig. 1 on pretrained models: name -> {"description", "table", ...} (``pretrained.measure_models``)
     pretrained: Mapping[str, Mapping] = field(default_factory=dict)
+    # the variants (``variant_runs``): subword tokens and grouped-query attention; empty: not trained
+    variant_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
     sizes: tuple[str, ...] = ()  # the trained sizes, smallest first (Fig. 1 reads the last)
     control_sizes: tuple[str, ...] = ()  # the sizes trained with XSA's controls
     warmup_steps: Mapping[str, int] = field(default_factory=dict)  # size -> its warm-up steps
+    size_parameters: Mapping[str, int] = field(default_factory=dict)  # size -> parameters (no embeddings)
+    variant_settings: Mapping[str, str] = field(default_factory=dict)  # variant -> its setting in words
     device: str = ""  # where Fig. 2 was timed ("cpu", "cuda")
 
     def __post_init__(self) -> None:
+        mappings = ("lr_grids", "pretrained", "warmup_steps", "size_parameters", "variant_settings")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("lr_grids", "pretrained", "warmup_steps") and not isinstance(value, Mapping):
+            if f.name in mappings and not isinstance(value, Mapping):
                 raise ValueError(f"Evidence.{f.name} must be a mapping by name; got {type(value)}")
             if f.name not in EVIDENCE_COLUMNS:  # a setting
                 continue
@@ -105,8 +109,9 @@ def claims(evidence: Evidence) -> list[Claim]:
     """Every claim of the paper, with a verdict computed from this run's measurements (``evidence`` alone):
     the learning-rate grids (Fig. 4), loss curves (Fig. 3, its gap over training and XSA's controls), layer
     diagnostics (Fig. 1), block costs (Fig. 2), the sequence-length and sink sweeps with the sinks' attention
-    mass (Figs. 5-6), zero-shot accuracies (Table 2), and Fig. 1 on each pretrained model and on all of
-    them."""
+    mass (Figs. 5-6), zero-shot accuracies (Table 2), XSA's specificity (the controls pooled over sizes,
+    the gain's trend over size, the subword and grouped-query variants), and Fig. 1 on each pretrained model
+    and on all of them."""
     e = evidence
     return [
         *_claims_fig1(e.layer_diagnostics),
@@ -114,29 +119,13 @@ def claims(evidence: Evidence) -> list[Claim]:
         *_claims_fig3(e),
         *_claims_gap_over_training(e),
         *_claims_controls(e),
+        *_claims_specificity(e),
         *_claims_fig4(e.lr_grids),
         *_claims_fig5(e.seq_len_sweep),
         *_claims_fig6(e.sink_sweep, e.sink_attention),
-        *_claims_table2(e.zero_shot),
+        *table2_rows(e.zero_shot),
         *pretrained_rows(e.pretrained),
     ]
-
-
-def final_losses(curves: pd.DataFrame) -> pd.DataFrame:
-    """Final train and validation loss per (size, seed), a column per (split, kind) (as
-    ``XSAExperiment.final_losses``)."""
-    last = curves[curves["step"] == curves.groupby(["size", "kind", "seed"])["step"].transform("max")]
-    return last.pivot_table(index=["size", "seed"], columns=["split", "kind"], values="loss")
-
-
-def gap_curves(curves: pd.DataFrame) -> pd.DataFrame:
-    """Each kind's validation loss minus SA's of the same size and seed at every evaluation (size, kind,
-    seed, step, gap; as ``XSAExperiment.gap_curves``)."""
-    val = curves[curves["split"] == "validation"]
-    wide = val.pivot_table(index=["size", "seed", "step"], columns="kind", values="loss")
-    gaps = wide.drop(columns="sa").sub(wide["sa"], axis=0)
-    tidy = gaps.reset_index().melt(id_vars=["size", "seed", "step"], var_name="kind", value_name="gap")
-    return tidy.dropna(subset=["gap"])
 
 
 def _by_seed(series: pd.Series) -> dict[Hashable, float]:
@@ -340,6 +329,97 @@ def _claims_controls(e: Evidence) -> list[Claim]:
     return claims
 
 
+def _claims_specificity(e: Evidence) -> list[Claim]:
+    """XSA's specificity to the token's own value (no such claim in the paper; docs/papers/xsa.md
+    "Variants"): the previous-value control pooled over sizes (the one test of the controls' rows,
+    :func:`~attnlab.papers.xsa.rules.verdict_beats_previous_value_pooled`), the gain's trend over size
+    (:func:`~attnlab.papers.xsa.rules.verdict_gain_grows_with_size`), and the variants: subword tokens (SA and
+    both controls) and grouped-query attention (SA with the same grouping), each paired by seed."""
+    finals = final_losses(e.loss_curves)["validation"]
+    sizes = [s for s in e.sizes if s in e.control_sizes]
+    xsa = {s: _by_seed(finals.loc[s]["xsa"]) for s in sizes}
+    prev = {s: _by_seed(finals.loc[s]["xsa-prev"]) for s in sizes}
+    pooled = rules.verdict_beats_previous_value_pooled(xsa, prev)
+    each = "; ".join(f"{s} {_ci(estimate(paired(xsa[s], prev[s])))}" for s in sizes)
+    rows = [Claim(
+        "control",
+        "XSA beats projecting out the previous token's value, pooled over sizes (xsa-prev; the rule stated "
+        "before its table)",
+        "no control in the paper",
+        f"XSA - xsa-prev (same seed), each seed's mean over the sizes {', '.join(sizes) or 'none'}: "
+        f"{_ci(pooled)} nats/byte over {pooled.n} seed(s); per size: {each or 'none'}",
+        pooled, unit="trained model",
+    )]  # fmt: skip
+    rows.append(_size_trend(e, finals))
+    rows += _variant_claims(e)
+    return rows
+
+
+def _size_trend(e: Evidence, finals: pd.DataFrame) -> Claim:
+    """The gain's trend over size: each seed's XSA - SA final validation gap at every trained size against
+    log2 of its parameters."""
+    claim, paper = (
+        "XSA's gain over SA grows with model size",
+        ("Table 2 average gain +0.26 (0.7B), +1.03 (1.3B), +1.36 (2.7B) points"),
+    )
+    if not e.sizes or any(s not in e.size_parameters for s in e.sizes):
+        verdict = not_testable("the sizes' parameter counts are not given", n=0, null=0.0)
+        return Claim("Fig. 3", claim, paper, "no parameter counts", verdict, unit="trained model")
+    params = {s: e.size_parameters[s] for s in e.sizes}
+    gap = {s: finals.loc[s]["xsa"] - finals.loc[s]["sa"] for s in e.sizes}
+    seeds = list(gap[e.sizes[0]].index)
+    verdict = rules.verdict_gain_grows_with_size(
+        params, {seed: {s: float(gap[s][seed]) for s in e.sizes} for seed in seeds}
+    )
+    by_size = ", ".join(f"{s} ({params[s]:,}) {signed(gap[s].mean(), 4)}" for s in e.sizes)
+    span = max(params.values()) / min(params.values())
+    return Claim(
+        "Fig. 3", claim, paper,
+        f"XSA - SA final validation loss by size (parameters without embeddings): {by_size}; slope per "
+        f"doubling of the parameters {_ci(verdict)} over {verdict.n} seed(s); the sizes span {span:.0f}x",
+        verdict, unit="trained model",
+    )  # fmt: skip
+
+
+def _variant_claims(e: Evidence) -> list[Claim]:
+    """The variants' rows (subword tokens: XSA against SA and both controls; grouped-query attention: XSA
+    against SA with the same grouping), each paired by seed; not testable where the variant was not
+    trained."""
+    frame = e.variant_runs
+    rows = []
+    subword = (
+        ("Fig. 3", "XSA reaches a lower final validation loss than SA in subword tokens",
+         "XSA below SA throughout (GPT-2's BPE on FineWeb)", "sa"),
+        ("control", "XSA beats projecting out a fixed random direction per head in subword tokens "
+         "(xsa-random)", "no control in the paper", "xsa-random"),
+        ("control", "XSA beats projecting out the previous token's value in subword tokens (xsa-prev)",
+         "no control in the paper", "xsa-prev"),
+    )  # fmt: skip
+    grouped = (
+        ("Alg. 1", "XSA with grouped-query attention reaches a lower final validation loss than SA with the "
+         "same grouping", "Alg. 1 written for one value per head; no grouped-query result", "sa"),
+    )  # fmt: skip
+    for setting, wanted in ((SUBWORD, subword), (GROUPED, grouped)):
+        runs = frame[frame["setting"] == setting] if len(frame) else frame
+        where = e.variant_settings.get(setting, "")
+        for figure, claim, paper, other in wanted:
+            if runs.empty or other not in set(runs["kind"]):
+                verdict = not_testable(f"the {setting} variant was not trained at this scale", n=0, null=0.0)
+                rows.append(Claim(figure, claim, paper, "not trained", verdict, unit="trained model"))
+                continue
+            loss = runs.pivot_table(index="seed", columns="kind", values="validation")
+            xsa, base = _by_seed(loss["xsa"]), _by_seed(loss[other])
+            verdict = rules.verdict_gap_below_zero(xsa, base)
+            unit = "nats/token" if setting == SUBWORD else "nats/byte"
+            name = "SA" if other == "sa" else other
+            rows.append(Claim(
+                figure, claim, paper,
+                f"XSA - {name} (same seed) = {_ci(verdict)} {unit} over {len(xsa)} seed(s) [{where}]",
+                verdict, unit="trained model",
+            ))  # fmt: skip
+    return rows
+
+
 def _gaps(frame: pd.DataFrame, axis: str) -> pd.DataFrame:
     """XSA - SA final validation loss (same seed): a row per seed, a column per ``axis`` value."""
     wide = frame.pivot_table(index=[axis, "seed"], columns="kind", values="validation")
@@ -431,170 +511,3 @@ def _claims_fig6(sinks: pd.DataFrame, sink_mass: pd.DataFrame) -> list[Claim]:
             sink, unit="trained model",
         ),
     ]  # fmt: skip
-
-
-# Table 2 --------------------------------------------------------------------------------------------------
-
-
-def task_gates(task: pd.DataFrame) -> dict[str, Verdict | None]:
-    """Table 2's gate of each model (SA, XSA) on one task under one scoring (the rows of ``zero_shot`` for
-    them): its items answered correctly (seed mean, rounded) above the best of the task's trivial baselines
-    and its own no-prompt baseline (seed mean), by :func:`~attnlab.papers.xsa.rules.above_baseline`. Only
-    SA's gates a claim (the baseline must have learned the task); XSA's is shown, never a gate."""
-    n = int(task["n"].iloc[0])
-    gates = {}
-    for kind in ("sa", "xsa"):
-        rows = task[task["kind"] == kind]
-        baselines = {b: float(rows[b].mean()) for b in BASELINES}
-        gates[kind] = rules.above_baseline(round(rows["correct"].mean()), n, baselines)
-    return gates
-
-
-def _baseline_text(task: pd.DataFrame) -> str:
-    """The task's best trivial baseline (the no-prompt one: the higher model's seed mean), named, in
-    percent."""
-    baselines = {b: float(task.groupby("kind")[b].mean().max()) for b in BASELINES}
-    _, value = best_baseline(baselines)
-    return f"best trivial baseline {100 * value:.1f} %: {baseline_label(baselines, value)}"
-
-
-def _claims_table2(zero_shot: pd.DataFrame) -> list[Claim]:
-    """Table 2's rows: LAMBADA's (a task scored ``greedy``) once, then under each scoring of
-    :data:`~attnlab.papers.xsa.zero_shot.CLAIM_SCORINGS` a row per multiple-choice task and the average over
-    the tasks where SA passes its gate (:func:`task_gates`), LAMBADA's greedy accuracy among them (the
-    paper's average, too, takes LAMBADA's one accuracy beside the others' choice scores). Each row gives the
-    paper's numbers on its task beside ours."""
-    greedy = {task: _task_claim(task, t) for task, t in _by_task(zero_shot, GREEDY)}
-    rows = [claim for claim, _ in greedy.values()]
-    for scoring in CLAIM_SCORINGS:
-        scored = {task: _task_claim(task, t) for task, t in _by_task(zero_shot, scoring)}
-        rows += [claim for claim, _ in scored.values()]
-        rows.append(_average_claim(scoring, scored | greedy))
-    return rows
-
-
-def _by_task(zero_shot: pd.DataFrame, scoring: str) -> list[tuple[str, pd.DataFrame]]:
-    """The rows of ``zero_shot`` under ``scoring``, per task, in the table's order."""
-    scored = zero_shot[zero_shot["scoring"] == scoring]
-    return [(str(task), t) for task, t in scored.groupby("task", sort=False)]
-
-
-def _task_claim(task: str, t: pd.DataFrame) -> tuple[Claim, pd.DataFrame | None]:
-    """One task's claims row under one scoring (``t``: its rows of ``zero_shot``), and each model's accuracy
-    (points) per seed where SA passes its gate, for the average (else None)."""
-    n = int(t["n"].iloc[0])
-    how = SCORING_LABELS[str(t["scoring"].iloc[0])]
-    gates = task_gates(t)
-    points = 100 * t.pivot_table(index="seed", columns="kind", values="accuracy")
-    xsa, sa = _by_seed(points["xsa"]), _by_seed(points["sa"])
-    verdict = rules.verdict_zero_shot_task(xsa, sa, gates["sa"])
-    above = "above" if gates["xsa"] is None else "not above"
-    claim = Claim(
-        "Table 2", f"XSA improves zero-shot accuracy ({task}, {how})", f"SA -> XSA: {paper_task_text(task)}",
-        f"SA {points['sa'].mean():.1f} %, XSA {points['xsa'].mean():.1f} % ({above} its baselines); "
-        f"{_baseline_text(t)}, chance {100 * t['chance'].iloc[0]:.1f} %, {n} items; gain "
-        f"{_ci(estimate(paired(xsa, sa)), 2)} points over {len(xsa)} seed(s)",
-        verdict, unit="trained model",
-    )  # fmt: skip
-    return claim, points if gates["sa"] is None else None
-
-
-def _average_claim(scoring: str, tasks: Mapping[str, tuple[Claim, pd.DataFrame | None]]) -> Claim:
-    """The average row under ``scoring``: the gain averaged, per seed, over the ``tasks`` (task -> its claims
-    row and points, :func:`_task_claim`) where SA passes its gate."""
-    testable = {task: points for task, (_, points) in tasks.items() if points is not None}
-    if testable:
-        average = sum(testable.values()) / len(testable)  # per seed, the mean over the testable tasks
-        xsa, sa = _by_seed(average["xsa"]), _by_seed(average["sa"])
-    else:
-        xsa, sa = {}, {}
-    verdict = rules.verdict_zero_shot_average(xsa, sa, len(testable))
-    paper = ", ".join(f"{k} {b:.2f} -> {x:.2f} ({x - b:+.2f})" for k, (b, x) in PAPER_TABLE2_AVG.items())
-    which = f" ({', '.join(testable)}): {_ci(verdict, 2)} points" if testable else ": none"
-    ours = f"gain averaged over the {len(testable)} of {len(tasks)} tasks where SA is above its trivial "
-    ours += f"baselines{which}"
-    claim = f"XSA improves average zero-shot accuracy ({SCORING_LABELS[scoring]})"
-    return Claim("Table 2", claim, f"avg: {paper}", ours, verdict, unit="trained model")
-
-
-# Fig. 1 on pretrained models (attnlab.papers.xsa.pretrained) ------------------------------------------
-
-#: The Fig. 1 claims on each pretrained model: (claim, the paper's number, the column, its baseline or None
-#: for a trend over depth).
-PRETRAINED_CLAIMS = (
-    ("SA output is aligned with the token's own value beyond uniform mixing",
-     "cos(y_i, v_i) ~0.2-0.6 across layers (their 1.3B model)", "cos_yv", "cos_uniform"),
-    ("SA output is aligned with the token's own value beyond a token half a window back",
-     "cos(y_i, v_i) ~0.2-0.6 across layers (their 1.3B model)", "cos_yv", "cos_far"),
-    ("the similarity bias grows with depth", "cos(y_i, v_i) ~0.2 (first layers) -> ~0.6 (layer 23)",
-     "cos_yv", None),
-    ("diagonal attention a_ii is relatively high", "high a_ii (no number given)", "a_ii", "a_ii_uniform"),
-    ("a_ii grows with depth", "rising with depth (no number given)", "a_ii", None),
-)  # fmt: skip
-BASELINE_WORDS = {"cos_uniform": "uniform mixing", "cos_far": "a token half a window back",
-                  "a_ii_uniform": "uniform causal attention"}  # fmt: skip
-
-
-def _layers_text(means: Sequence[float]) -> str:
-    values = np.asarray(means, float)
-    return f"first layer {values[0]:.2f}, middle {values[len(values) // 2]:.2f}, last {values[-1]:.2f}"
-
-
-def pretrained_verdict(table: pd.DataFrame, column: str, baseline: str | None) -> Verdict:
-    """One pretrained model's Fig. 1 verdict from its :func:`attnlab.papers.xsa.pretrained.layer_table`:
-    with a ``baseline``, the per-window mean over layers of ``column`` minus it
-    (:func:`~attnlab.papers.xsa.rules.verdict_above_baseline`, windows as units); without, the trend of
-    ``column``'s per-layer mean against relative depth (:func:`~attnlab.papers.xsa.rules.
-    verdict_rises_with_depth`, layers as units)."""
-    if baseline is not None:
-        margin = (table[column] - table[baseline]).groupby(table["window"]).mean()
-        return rules.verdict_above_baseline(margin.tolist())
-    by_layer = table.groupby("layer")[["depth", column]].mean().sort_index()
-    return rules.verdict_rises_with_depth(by_layer["depth"].to_numpy(), by_layer[column].to_numpy())
-
-
-def pretrained_claims(table: pd.DataFrame, model: str) -> list[Claim]:
-    """The Fig. 1 rows for one pretrained model (``model``: its description, as ``attnlab.hf.PRETRAINED``
-    words it), from its :func:`attnlab.papers.xsa.pretrained.layer_table`."""
-    columns = sorted({c for _, _, col, base in PRETRAINED_CLAIMS for c in (col, base) if c})
-    by_layer = table.groupby("layer")[columns].mean()
-    n_layers, n_windows = len(by_layer), table["window"].nunique()
-    where = f"[{model}; {n_layers} layers, {n_windows} windows]"
-    rows = []
-    for claim, paper, column, baseline in PRETRAINED_CLAIMS:
-        verdict = pretrained_verdict(table, column, baseline)
-        what = "cos(y_i, v_i)" if column == "cos_yv" else column
-        if baseline is None:
-            ours = (
-                f"{where} {what} by layer: {_layers_text(by_layer[column])}; slope against relative depth "
-                f"(first layer 0, last 1) {_ci(verdict, 3)}, against 9,999 random layer orders"
-            )
-            unit = "layer"
-        else:
-            words = BASELINE_WORDS[baseline]
-            ours = (
-                f"{where} {what}: {_layers_text(by_layer[column])}; {words}: "
-                f"{_layers_text(by_layer[baseline])}; margin (mean over layers) {_ci(verdict, 3)} over "
-                "windows"
-            )
-            unit = "window"
-        rows.append(Claim("Fig. 1 (pretrained)", claim, paper, ours, verdict, unit=unit))  # fmt: skip
-    return rows
-
-
-def pretrained_rows(results: Mapping[str, Mapping]) -> list[Claim]:
-    """Every pretrained model's Fig. 1 rows (:func:`pretrained_claims`), then, with two models or more, each
-    claim in every pretrained model (:func:`~attnlab.papers.xsa.rules.every` model's verdict, n = models)."""
-    rows = [row for r in results.values() for row in pretrained_claims(r["table"], r["description"])]
-    if len(results) < 2:
-        return rows
-    for claim, paper, column, baseline in PRETRAINED_CLAIMS:
-        by_model = {name: pretrained_verdict(r["table"], column, baseline) for name, r in results.items()}
-        verdict = replace(rules.every(by_model), n=len(by_model))
-        each = "; ".join(f"{name} {_ci(v, 3)}" for name, v in by_model.items())
-        what = (
-            "slope against relative depth" if baseline is None else f"margin over {BASELINE_WORDS[baseline]}"
-        )
-        rows.append(Claim("Fig. 1 (pretrained)", f"{claim}, in every pretrained model", paper,
-                          f"{what} per model: {each}", verdict, unit="pretrained model"))  # fmt: skip
-    return rows

@@ -10,35 +10,44 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import pandas as pd
-import torch
 
-from attnlab import paths, verified
+from attnlab import verified
 from attnlab.data import shards
 from attnlab.data.tasks import MultipleChoice, choice_logprobs, load_lambada, load_task
 from attnlab.data.tokenizer import Tokenizer
-from attnlab.errors import CorruptFile, ParameterError, TrainingDiverged
-from attnlab.model import GPT, GPTConfig
+from attnlab.errors import CorruptFile, ParameterError
+from attnlab.model import GPT
 from attnlab.papers.experiment import PaperExperiment, with_steps
-from attnlab.papers.xsa.diagnostics import (
-    alternated_block_costs,
-    attention_to_sinks_by_layer,
-    similarity_bias_by_layer,
-)
+from attnlab.papers.xsa import curves, measures, records, subword, variants
 from attnlab.papers.xsa.presets import (
+    CONTROLS,
     GPU_CORPUS,
     GPU_CORPUS_COMMAND,
+    KINDS,
     PAPER_TABLE1,
     PAPER_TABLE2,
     PRESETS,
     Preset,
     paper_gains,
 )
+from attnlab.papers.xsa.runs import (
+    RUN_COLUMNS,
+    Grid,
+    best_lr,
+    count_params,
+    final_losses,
+    next_lr,
+    record_threads,
+    threads_file,
+    train_in_worker,
+)
+from attnlab.papers.xsa.subword import FULL_VOCABULARY
 from attnlab.papers.xsa.zero_shot import (
     BASELINES,
     GREEDY,
@@ -62,7 +71,6 @@ from attnlab.runner.params import (
     check_seeds,
     check_subset,
 )
-from attnlab.runner.plan import PlannedRun
 from attnlab.runner.stats import binomial_interval
 from attnlab.training.cache import (
     RunSpec,
@@ -71,11 +79,12 @@ from attnlab.training.cache import (
     corpus_parameter,
     corpus_tokenizer,
     corpus_tokens,
+    corpus_vocab_size,
     resolve_corpus,
     run_folder,
 )
 from attnlab.training.launch import launch, nproc_default
-from attnlab.training.trainer import TrainResult, resolve_device, validation_windows
+from attnlab.training.trainer import TrainResult, resolve_device
 from attnlab.training.workers import available_cores, run_in_workers
 
 # claims are judged after the computation: imported where used, outside the results' code keys
@@ -84,89 +93,10 @@ if TYPE_CHECKING:
     from attnlab.runner.claims import Claim
 
 PAPER = "xsa"
-KINDS = ("sa", "xsa")
-CONTROLS = ("xsa-random", "xsa-prev")  # XSA's controls (not in the paper): other rank-1 projections
+__all__ = ["PAPER", "KINDS", "CONTROLS", "RUN_COLUMNS", "Grid", "Runs", "XSAExperiment", "best_lr",
+           "configure", "next_lr"]  # fmt: skip
 
 Runs = dict[tuple, TrainResult]
-# Where the torch thread count of each run trained by this notebook is kept, beside the results cache: a
-# CPU run's losses depend on it (the order of its float reductions), so a retrained seed is checked against
-# runs.csv only with the same count.
-THREADS_KIND = "xsa_run_threads"
-# The columns of the table of every run (runs.csv): what identifies a run, its final losses, its threads.
-RUN_COLUMNS = ("size", "kind", "seed", "lr", "seq_len", "n_sink", "steps", "train", "validation", "threads")
-
-
-def _threads_file(spec: RunSpec, device: torch.device) -> Path:
-    return paths.build_dir() / "results" / THREADS_KIND / f"{spec.key(device)}.json"
-
-
-def _record_threads(spec: RunSpec, device: torch.device) -> None:
-    """Keep the torch thread count the run ``spec`` was just trained with (None when torchrun trained it in
-    several processes, whose threads this process does not see)."""
-    processes = nproc_default()
-    record = {"threads": torch.get_num_threads() if processes == 1 else None, "processes": processes}
-    path = _threads_file(spec, device)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    verified.write_text(path, json.dumps(record))  # atomically, with its checksum
-
-
-def _train_in_worker(job: tuple[RunSpec, str, str, int | None]) -> None:
-    """One worker of :meth:`XSAExperiment.prefetch` (``attnlab.training.workers``): train a run into the
-    results cache. A run that diverges is left to the notebook's own call, which raises where it is read."""
-    spec, device, label, micro_tokens = job
-    try:
-        run = launch(spec, device=device, label=label, micro_tokens=micro_tokens, progress=False)
-    except TrainingDiverged:
-        return
-    if not run.cached:
-        _record_threads(spec, resolve_device(device))
-
-
-def _final_losses(run: TrainResult) -> dict[str, float]:
-    """Final validation loss, and the mean training loss over the last evaluation interval."""
-    h = run.history
-    last_interval = int(h["val_step"][-1] - h["val_step"][-2])  # steps: whole numbers
-    return {"train": statistics.fmean(h["train_loss"][-last_interval:]), "validation": h["val_loss"][-1]}
-
-
-def best_lr(grid: pd.DataFrame) -> float:
-    """The grid's best learning rate for SA (final validation loss, mean over seeds): XSA reuses it."""
-    sa = grid[grid["kind"] == "sa"].groupby("lr")["validation"].mean()
-    return float(sa.idxmin())
-
-
-def next_lr(lrs: Sequence[float], best: float) -> float | None:
-    """The learning rate that extends grid ``lrs`` past the edge where ``best`` lies, one geometric step
-    beyond it (the step between the edge and its neighbour); None when ``best`` is interior or the grid has
-    fewer than two points."""
-    grid = sorted(lrs)
-    if len(grid) < 2 or grid[0] < best < grid[-1]:
-        return None
-    if best == grid[0]:
-        return grid[0] * grid[0] / grid[1]
-    return grid[-1] * grid[-1] / grid[-2]
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A size's learning-rate search (Fig. 4): final losses of SA and XSA (``frame``: kind, seed, lr, train,
-    validation), the best SA rate, and the rates added beyond the preset's grid."""
-
-    size: str
-    frame: pd.DataFrame
-    best: float
-    added: tuple[float, ...]
-    exhausted: bool  # the best rate is still at an edge after every allowed extension
-
-    @property
-    def note(self) -> str:
-        lrs = ", ".join(f"{x:g}" for x in sorted(self.frame["lr"].unique()))
-        text = f"{self.size}: best SA learning rate of the grid [{lrs}]: {self.best:g}"
-        if self.added:
-            text += f" (grid extended by {', '.join(f'{x:g}' for x in self.added)})"
-        if self.exhausted:
-            text += " (an edge of the grid: the optimum may lie beyond it)"
-        return text
 
 
 @dataclass(frozen=True)
@@ -184,7 +114,7 @@ class XSAExperiment(PaperExperiment):
     def _train(self, spec: RunSpec, label: str) -> TrainResult:
         run = launch(spec, device=self.device, label=label, micro_tokens=self.preset.micro_tokens)
         if not run.cached:
-            _record_threads(spec, self.torch_device)
+            record_threads(spec, self.torch_device)
         return run
 
     def prefetch(self, specs: Iterable[tuple[RunSpec, str]]) -> None:
@@ -202,13 +132,13 @@ class XSAExperiment(PaperExperiment):
             (spec, str(self.torch_device), label, self.preset.micro_tokens)
             for spec, label in missing.values()
         ]
-        run_in_workers(_train_in_worker, jobs, self.workers, desc="XSA runs")
+        run_in_workers(train_in_worker, jobs, self.workers, desc="XSA runs")
 
     def training_threads(self, spec: RunSpec) -> int | None:
         """The torch thread count the run ``spec`` was trained with; None where it is not known (a run trained
         before the count was recorded, or by several processes, or whose record fails its check: said, with
         the file's name)."""
-        path = _threads_file(spec, self.torch_device)
+        path = threads_file(spec, self.torch_device)
         if not path.is_file():
             return None
         try:
@@ -227,18 +157,31 @@ class XSAExperiment(PaperExperiment):
         lr: float | None = None,
         seq_len: int | None = None,
         n_sink: int = 0,
+        n_kv_head: int | None = None,
+        subword: str | None = None,
     ) -> RunSpec:
         """A run of ``size`` (its preset learning rate unless ``lr``). ``seq_len`` (Fig. 5) changes the
         training length with the tokens per batch held fixed; ``n_sink`` (Fig. 6) adds learned sinks. At the
-        base length without sinks this is the Fig. 3 run, so the sweeps share it through the cache."""
+        base length without sinks this is the Fig. 3 run, so the sweeps share it through the cache. The
+        variants (:mod:`attnlab.papers.xsa.variants`): ``n_kv_head`` value heads shared by the query heads;
+        ``subword``, the shard folder of the subword corpus, trained with its vocabulary (the tokenizer's
+        full one while the folder is not built: for planning) and the variants' subword budget."""
         s = self.preset.sizes[size]
         seq = seq_len or s.train.seq_len
-        tokens = s.train.batch_size * s.train.seq_len
-        model = replace(s.model, attn=kind, n_sink=n_sink, block_size=max(s.model.block_size, seq))
-        train = replace(
-            s.train, seed=seed, lr=lr or s.train.lr, seq_len=seq, batch_size=max(1, tokens // seq)
-        )
-        return RunSpec(model, train, self.preset.corpus)
+        train, corpus, vocab = s.train, self.preset.corpus, s.model.vocab_size
+        if subword is not None:
+            v = self.preset.variants
+            if v is None:
+                raise ParameterError(f"scale {self.scale} has no variants: no subword runs")
+            built = (Path(subword) / shards.META).is_file()
+            corpus = subword
+            vocab = corpus_vocab_size(subword) if built else FULL_VOCABULARY[v.tokenizer]
+            train = replace(with_steps(train, v.subword_steps), batch_size=v.subword_batch)
+        tokens = train.batch_size * train.seq_len
+        model = replace(s.model, attn=kind, n_sink=n_sink, block_size=max(s.model.block_size, seq),
+                        n_kv_head=n_kv_head, vocab_size=vocab)  # fmt: skip
+        train = replace(train, seed=seed, lr=lr or train.lr, seq_len=seq, batch_size=max(1, tokens // seq))
+        return RunSpec(model, train, corpus)
 
     def kinds(self, size: str) -> tuple[str, ...]:
         """SA and XSA, and XSA's controls at the preset's control sizes."""
@@ -257,7 +200,7 @@ class XSAExperiment(PaperExperiment):
             rows.append({
                 "model": name, "source": source, "layers": m.n_layer, "d_model": m.d_model,
                 "heads": m.n_head, "head_dim": m.head_dim, "vocab": m.vocab_size, "context": t.seq_len,
-                "batch": t.batch_size, "steps": t.steps, "lr": t.lr, "params": _count_params(m),
+                "batch": t.batch_size, "steps": t.steps, "lr": t.lr, "params": count_params(m),
                 "tokens": t.steps * t.batch_size * t.seq_len,
             })  # fmt: skip
         return pd.DataFrame(rows).set_index("model")
@@ -286,14 +229,17 @@ class XSAExperiment(PaperExperiment):
         return f"{most / have:.0f} epochs of its {have:,} train bytes a run (memorisation, not pretraining)"
 
     def _tuned_sizes(self) -> list[str]:
-        """The sizes this notebook trains: the chosen ones and the sweeps' base size, in preset order."""
+        """The sizes this notebook trains: the chosen ones, the sweeps' and the variants' base sizes, in
+        preset order."""
         wanted = set(self.sizes) | {self.preset.sweep.size}
+        if self.preset.variants is not None:
+            wanted.add(self.preset.variants.size)
         return [name for name in self.preset.sizes if name in wanted]
 
     # Fig. 4: learning rates, searched per size ----------------------------------------------------------
 
     def _final(self, spec: RunSpec, label: str) -> dict[str, float]:
-        return _final_losses(self._train(spec, label))
+        return final_losses(self._train(spec, label))
 
     def lr_grid(self, size: str) -> Grid:
         """Fig. 4 and the tuned baseline: SA and XSA at every rate of ``size``'s grid with its first
@@ -369,38 +315,10 @@ class XSAExperiment(PaperExperiment):
         self.prefetch(runs.values())
         return {name: self._train(*run) for name, run in runs.items()}
 
-    @staticmethod
-    def loss_curves(runs: Runs) -> pd.DataFrame:
-        """Tidy curves for Fig. 3: validation loss at each evaluation, and the mean training loss over the
-        steps since the previous evaluation; ``tokens`` = training tokens seen at that step."""
-        rows = []
-        for (size, kind, seed), run in runs.items():
-            h, per_step = run.history, run.timing["tokens_per_step"]
-            prev = 0
-            for step, val in zip(map(int, h["val_step"]), h["val_loss"], strict=True):  # whole steps
-                rows.append((size, kind, seed, step, step * per_step, "validation", val))
-                if step > 0:
-                    train = statistics.fmean(h["train_loss"][prev:step])
-                    rows.append((size, kind, seed, step, step * per_step, "train", train))
-                prev = step
-        return pd.DataFrame(rows, columns=["size", "kind", "seed", "step", "tokens", "split", "loss"])
-
-    @staticmethod
-    def final_losses(curves: pd.DataFrame) -> pd.DataFrame:
-        """Final train and validation loss per (size, seed), a column per (split, kind)."""
-        last = curves[curves["step"] == curves.groupby(["size", "kind", "seed"])["step"].transform("max")]
-        return last.pivot_table(index=["size", "seed"], columns=["split", "kind"], values="loss")
-
-    @staticmethod
-    def gap_curves(curves: pd.DataFrame) -> pd.DataFrame:
-        """Gap over training: each kind's validation loss minus SA's of the same size and seed, at every
-        evaluation (size, kind, seed, step, tokens, gap)."""
-        val = curves[curves["split"] == "validation"]
-        wide = val.pivot_table(index=["size", "seed", "step", "tokens"], columns="kind", values="loss")
-        gaps = wide.drop(columns="sa").sub(wide["sa"], axis=0)
-        tidy = gaps.reset_index().melt(id_vars=["size", "seed", "step", "tokens"], var_name="kind",
-                                       value_name="gap")  # fmt: skip
-        return tidy.dropna(subset=["gap"])
+    # Fig. 3's curves (attnlab.papers.xsa.curves)
+    loss_curves = staticmethod(curves.loss_curves)
+    final_losses = staticmethod(curves.final_losses)
+    gap_curves = staticmethod(curves.gap_curves)
 
     def warmup_steps(self) -> dict[str, int]:
         """Each trained size's warm-up steps: the gap over training is read well after them
@@ -411,159 +329,47 @@ class XSAExperiment(PaperExperiment):
         n = sum(r.cached for r in runs.values())
         return f"{n} of {len(runs)} training runs were loaded from the results cache."
 
-    # Fig. 1 -------------------------------------------------------------------------------------------
+    # Figs. 1, 2, 5, 6: measured on the trained models and blocks (attnlab.papers.xsa.measures) ----------
 
-    def _windows(self, seq_len: int) -> torch.Tensor:
-        """The fixed validation sequences of Figs. 1 and 6, (N, T)."""
-        tokens = corpus_tokens(self.preset.corpus)["validation"]
-        return validation_windows(tokens, self.preset.diag_sequences, seq_len)[:, :-1]
+    layer_diagnostics = measures.layer_diagnostics
+    block_costs = measures.block_costs
+    seq_len_sweep = measures.seq_len_sweep
+    sink_sweep = measures.sink_sweep
+    sink_attention = measures.sink_attention
 
-    def layer_diagnostics(self, runs: Runs) -> pd.DataFrame:
-        """Fig. 1 diagnostics of the deepest (last) size, for SA and XSA, over validation sequences and all
-        seeds."""
-        size = self.sizes[-1]
-        windows = self._windows(self.preset.sizes[size].train.seq_len)
-        frames = []
-        for kind in KINDS:
-            for seed in self.seeds:
-                frame = similarity_bias_by_layer(runs[size, kind, seed].model, windows)
-                frames.append(frame.assign(kind=kind, seed=seed, size=size))
-        return pd.concat(frames, ignore_index=True)
+    # Variants (not in the paper): subword tokens, grouped-query attention ----------------------------------
 
-    # Fig. 2 -------------------------------------------------------------------------------------------
+    def variant_runs(self, grids: dict[str, Grid]) -> pd.DataFrame:
+        """The variants' runs (:func:`attnlab.papers.xsa.variants.variant_runs`): SA, XSA and both controls
+        in subword tokens, SA and XSA with grouped-query attention, one row per run with its final losses."""
+        return variants.variant_runs(self, grids)
 
-    def block_costs(self) -> pd.DataFrame:
-        """Fig. 2: forward+backward time and memory of one block, SA vs XSA, on this experiment's device
-        (bf16 on CUDA as in the paper, float32 elsewhere), the kinds alternated within each repeat
-        (:func:`~attnlab.papers.xsa.diagnostics.alternated_block_costs`): one row per (kind, width, length,
-        repeat)."""
-        b = self.preset.bench
-        device = self.torch_device
-        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-        frames = []
-        for d_model in b.d_models:
-            n_head = max(1, d_model // b.head_dim)
-            for seq_len in b.seq_lens:
-                cfg = GPTConfig(d_model=d_model, n_head=n_head, head_dim=b.head_dim, block_size=seq_len)
-                costs = alternated_block_costs(cfg, KINDS, b.batch_size, seq_len, device, repeats=b.repeats,
-                                               dtype=dtype)  # fmt: skip
-                if costs is not None:
-                    frames.append(costs.assign(d_model=d_model, seq_len=seq_len))
-        columns = ["kind", "d_model", "seq_len", "repeat", "time_ms", "memory_mib"]
-        return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+    def subword_note(self) -> str:
+        """What the subword corpus holds (empty without it)."""
+        v = self.preset.variants
+        if v is None or not subword.built(self.preset.corpus, v.tokenizer):
+            return ""
+        return subword.describe(str(subword.folder(self.preset.corpus, v.tokenizer)))
 
-    # Figs. 5-6 ----------------------------------------------------------------------------------------
-
-    def _sweep_specs(self, grids: dict[str, Grid], axis: str) -> dict[tuple[str, int, int], RunSpec]:
-        sw = self.preset.sweep
-        lr = grids[sw.size].best
-        values = sw.seq_lens if axis == "seq_len" else sw.sinks
+    def _variant_settings(self) -> dict[str, str]:
+        """The variants' settings in words, for the claims rows (empty without variants)."""
+        v = self.preset.variants
+        if v is None:
+            return {}
+        heads = self.preset.sizes[v.size].model.n_head
         return {
-            (kind, seed, x): self.spec(sw.size, kind, seed, lr, **{axis: x})
-            for x in values for seed in self.seeds[: sw.seeds] for kind in KINDS
-        }  # fmt: skip
-
-    def _sweep(self, grids: dict[str, Grid], axis: str) -> pd.DataFrame:
-        runs = {
-            (kind, seed, value): (
-                spec,
-                f"{self.preset.sweep.size} {axis}={value:g} {kind.upper()} seed {seed}",
-            )
-            for (kind, seed, value), spec in self._sweep_specs(grids, axis).items()
+            variants.SUBWORD: f"{v.size}; {self.subword_note() or v.tokenizer + ' subword tokens'}",
+            variants.GROUPED: f"{v.size}; grouped-query attention, {heads} query heads sharing {v.n_kv_head} "
+            "value head(s)",
         }
-        self.prefetch(runs.values())
-        rows = [
-            {"kind": kind, "seed": seed, axis: value, **self._final(*run)}
-            for (kind, seed, value), run in runs.items()
-        ]
-        return pd.DataFrame(rows)
 
-    def seq_len_sweep(self, grids: dict[str, Grid]) -> pd.DataFrame:
-        """Fig. 5: final losses over sequence lengths, tokens per batch held constant."""
-        return self._sweep(grids, "seq_len")
+    # Every run (attnlab.papers.xsa.records) ----------------------------------------------------------------
 
-    def sink_sweep(self, grids: dict[str, Grid]) -> pd.DataFrame:
-        """Fig. 6: final losses with 0, 1, 4 learned attention-sink tokens."""
-        return self._sweep(grids, "n_sink")
-
-    def sink_attention(self, grids: dict[str, Grid]) -> pd.DataFrame:
-        """Fig. 6, measured: the attention mass every layer of every sink-sweep model puts on its learned
-        sinks and on the first real token (:func:`attention_to_sinks_by_layer`), with the masses uniform
-        causal attention would give."""
-        specs = self._sweep_specs(grids, "n_sink")
-        windows = self._windows(self.preset.sizes[self.preset.sweep.size].train.seq_len)
-        frames = []
-        for (kind, seed, n_sink), spec in specs.items():
-            run = self._train(spec, f"n_sink={n_sink} {kind.upper()} seed {seed}")
-            frame = attention_to_sinks_by_layer(run.model, windows)
-            frames.append(frame.assign(kind=kind, seed=seed, n_sink=n_sink))
-        return pd.concat(frames, ignore_index=True)
-
-    # Every run --------------------------------------------------------------------------------------------
-
-    def _run_row(self, size: str, spec: RunSpec, losses: Mapping[str, float]) -> dict:
-        """A row of :meth:`run_table`: what identifies the run ``spec``, its final losses, its threads."""
-        return {
-            "size": size, "kind": spec.model.attn, "seed": spec.train.seed, "lr": spec.train.lr,
-            "seq_len": spec.train.seq_len, "n_sink": spec.model.n_sink, "steps": spec.train.steps,
-            "train": float(losses["train"]), "validation": float(losses["validation"]),
-            "threads": self.training_threads(spec),
-        }  # fmt: skip
-
-    def run_table(
-        self, grids: dict[str, Grid], runs: Runs, seq_sweep: pd.DataFrame, sink_sweep: pd.DataFrame
-    ) -> pd.DataFrame:
-        """Every training run of the notebook once (the grids of Fig. 4, Fig. 3 and its controls, the sweeps
-        of Figs. 5-6; a run shared between them appears once): size, kind, seed, lr, seq_len, n_sink, steps,
-        the final train and validation loss (:func:`_final_losses`) and the torch thread count it was trained
-        with (empty where unknown), so that one retrained seed can be checked against it (``runs.csv``)."""
-        rows = []
-        for size, grid in grids.items():
-            for r in grid.frame.to_dict("records"):
-                rows.append(self._run_row(size, self.spec(size, r["kind"], r["seed"], r["lr"]), r))
-        for (size, kind, seed), run in runs.items():
-            spec = self.spec(size, kind, seed, self._best(grids, size))
-            rows.append(self._run_row(size, spec, _final_losses(run)))
-        sw = self.preset.sweep
-        for frame, axis in ((seq_sweep, "seq_len"), (sink_sweep, "n_sink")):
-            for r in frame.to_dict("records"):
-                spec = self.spec(sw.size, r["kind"], r["seed"], grids[sw.size].best, **{axis: r[axis]})
-                rows.append(self._run_row(sw.size, spec, r))
-        table = pd.DataFrame(rows, columns=list(RUN_COLUMNS)).astype({"threads": "Int64"})
-        identity = ["size", "kind", "seed", "lr", "seq_len", "n_sink"]
-        return table.drop_duplicates(identity).sort_values(identity, kind="stable").reset_index(drop=True)
-
-    def save_run_table(self, table: pd.DataFrame) -> Path:
-        """Write :meth:`run_table` to ``figures/<scale>/xsa/runs.csv`` (losses at full precision)."""
-        self.figures.mkdir(parents=True, exist_ok=True)
-        path = self.figures / "runs.csv"
-        table.to_csv(path, index=False)
-        return path
-
-    def planned_runs(self) -> dict[str, PlannedRun]:
-        """Every training run of the notebook (Figs. 3-6), for :mod:`attnlab.runner.plan`: the preset's
-        grids (not the extensions a search may add), and Figs. 3, 5, 6 at the preset's rate standing in for
-        the best one (the cost does not depend on it)."""
-        specs: dict[str, RunSpec] = {}
-        for size in self._tuned_sizes():
-            s = self.preset.sizes[size]
-            specs |= {
-                f"{size} lr={lr:g} {kind} seed {seed}": self.spec(size, kind, seed, lr)
-                for lr in s.lrs for seed in self.seeds[: s.grid_seeds] for kind in KINDS
-            }  # fmt: skip
-        for size in self.sizes:
-            specs |= {
-                f"{size} {kind} seed {seed}": self.spec(size, kind, seed)
-                for seed in self.seeds for kind in self.kinds(size)
-            }  # fmt: skip
-        sw = self.preset.sweep
-        for seed in self.seeds[: sw.seeds]:
-            for kind in KINDS:
-                specs |= {f"seq_len={x} {kind} seed {seed}": self.spec(sw.size, kind, seed, seq_len=x)
-                          for x in sw.seq_lens}  # fmt: skip
-                specs |= {f"n_sink={x} {kind} seed {seed}": self.spec(sw.size, kind, seed, n_sink=x)
-                          for x in sw.sinks}  # fmt: skip
-        return {label: PlannedRun.from_spec(spec) for label, spec in specs.items()}
+    tokenizer_name = records.tokenizer_name
+    size_parameters = records.size_parameters
+    run_table = records.run_table
+    save_run_table = records.save_run_table
+    planned_runs = records.planned_runs
 
     # Table 2 ------------------------------------------------------------------------------------------
 
@@ -664,7 +470,8 @@ class XSAExperiment(PaperExperiment):
     def claims(self, evidence: Evidence) -> list[Claim]:
         """Every claim of the paper, with a verdict computed from this run's measurements, gathered by name in
         ``evidence`` (see :mod:`attnlab.papers.xsa.claims`), to which this adds the run's settings: its sizes,
-        the sizes with controls, each size's warm-up steps and the device Fig. 2 was timed on."""
+        the sizes with controls, each size's warm-up steps and parameters, the variants' settings in words and
+        the device Fig. 2 was timed on."""
         from attnlab.papers.xsa.claims import claims as xsa_claims  # judged after computing
 
         settings = replace(
@@ -672,6 +479,8 @@ class XSAExperiment(PaperExperiment):
             sizes=tuple(self.sizes),
             control_sizes=tuple(s for s in self.sizes if s in self.preset.control_sizes),
             warmup_steps=self.warmup_steps(),
+            size_parameters=self.size_parameters(),
+            variant_settings=self._variant_settings(),
             device=self.torch_device.type,
         )
         return xsa_claims(settings)
@@ -689,11 +498,6 @@ def _unconditional_logprobs(
     )
     by_choices = dict(zip(distinct, scored, strict=True))
     return [by_choices[item.choices] for item in items]
-
-
-def _count_params(model: GPTConfig) -> int:
-    with torch.device("meta"):
-        return GPT(model).num_params()
 
 
 def configure(

@@ -181,10 +181,10 @@ def gap_over_training(gaps: pd.DataFrame, warmups: Mapping[str, int]) -> plt.Fig
     return fig
 
 
-def paired_gaps(finals: pd.DataFrame) -> plt.Figure:
+def paired_gaps(finals: pd.DataFrame, unit: str = "nats / byte") -> plt.Figure:
     """Fig. 3's final validation gaps: each kind minus SA, one point per seed (paired: same seed) and, beside
     the points, their mean over seeds with its 95% t interval (diamond and bar: what the claims judge), one
-    panel per size."""
+    panel per size (or variant); ``unit``: the loss's unit, for the axis."""
     val = finals["validation"]
     sizes = list(dict.fromkeys(val.index.get_level_values("size")))
     fig, axes = plt.subplots(1, len(sizes), figsize=(4.6 * len(sizes), 3.9), squeeze=False)
@@ -201,7 +201,7 @@ def paired_gaps(finals: pd.DataFrame) -> plt.Figure:
         ax.set_xlim(-0.6, len(kinds) - 0.4)  # the mean beside its own dots, however few kinds there are
         ax.set_xticks(range(len(kinds)), [KIND_LABELS[k].replace("XSA control: ", "").replace(" ", "\n")
                                           for k in kinds])  # fmt: skip
-        ax.set(title=f"{size} ({len(f)} seeds)", ylabel="final validation loss minus SA's (nats / byte)")
+        ax.set(title=f"{size} ({len(f)} seeds)", ylabel=f"final validation loss minus SA's ({unit})")
     handles = [
         axes[0, 0].scatter([], [], color="grey", alpha=0.6, s=18, label="one seed: its loss minus SA's"),
         axes[0, 0].errorbar([], [], yerr=[], fmt="D", color="grey", capsize=4,
@@ -284,4 +284,86 @@ def pretrained_similarity(results: Mapping[str, Mapping]) -> plt.Figure:
     right.legend(fontsize=8)
     fig.suptitle("Fig. 1 on pretrained models: mean over text windows [95 % interval]", y=1.02)
     fig.tight_layout()
+    return fig
+
+
+def gain_by_size(finals: pd.DataFrame, parameters: Mapping[str, int]) -> plt.Figure:
+    """XSA's gain across sizes (Table 2's gain rising from 0.7B to 2.7B, read on the loss): each seed's final
+    validation gap XSA - SA (dots, one seed's sizes joined by a thin line) against the size's parameters
+    without embeddings (log axis), and the mean over seeds with its 95% t interval; the claims judge each
+    seed's slope against log2(parameters). ``finals``: ``XSAExperiment.final_losses``."""
+    val = finals["validation"]
+    sizes = [s for s in parameters if s in set(val.index.get_level_values("size"))]
+    x = np.array([parameters[s] for s in sizes], float)
+    gaps = pd.DataFrame({s: val.loc[s]["xsa"] - val.loc[s]["sa"] for s in sizes})  # seed x size
+    fig, ax = plt.subplots(figsize=(5.6, 3.9))
+    for _, row in gaps.iterrows():
+        ax.plot(x, row.to_numpy(), color=color("xsa"), alpha=0.35, lw=0.8, marker="o", ms=3)
+    for xi, size in zip(x, sizes, strict=True):
+        est = mean_interval(gaps[size].tolist())
+        err = [[est.mean - est.low], [est.high - est.mean]] if np.isfinite(est.low) else None
+        ax.errorbar(xi * 1.08, est.mean, yerr=err, fmt="D", color=color("xsa"), capsize=4)
+    ax.axhline(0.0, color="grey", ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_xticks(x, [f"{s}\n{int(n):,}" for s, n in zip(sizes, x, strict=True)], fontsize=8)
+    ax.minorticks_off()
+    ax.set(xlabel="size (parameters without embeddings)", ylabel="XSA - SA final validation loss",
+           title=f"XSA's gain by size ({len(gaps)} seeds; diamond: mean, 95% t interval)")  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
+#: The nulls of Fig. 1 on pretrained models, one line each: (label, (column, null) with the sink, the same
+#: with the sink removed or None); a null is a column measured beside it or a constant.
+Null = tuple[str, str | float]  # (column, its null: a column measured beside it, or a constant)
+NULL_ROWS: tuple[tuple[str, Null, Null | None], ...] = (
+    ("cos(y,v) - uniform mixing", ("cos_yv", "cos_uniform"), ("cos_yv_nosink", "cos_uniform_nosink")),
+    ("cos(y,v) - previous value", ("cos_yv", "cos_prev"), ("cos_yv_nosink", "cos_prev_nosink")),
+    ("cos(y,v) - shuffled keys", ("cos_yv", "cos_shuffled"), ("cos_yv_nosink", "cos_shuffled_nosink")),
+    ("cos(y,v) - far token", ("cos_yv", "cos_far"), None),
+    ("cos(v_i,v_j)", ("cos_vv", 0.0), ("cos_vv_nosink", 0.0)),
+    ("a_ii - uniform", ("a_ii", "a_ii_uniform"), ("a_ii_nosink", "a_ii_uniform_nosink")),
+    ("a_ii - a_(i,i-1)", ("a_ii", "a_prev"), ("a_ii_nosink", "a_prev_nosink")),
+)
+
+
+def _window_margin(table: pd.DataFrame, column: str, null: str | float) -> list[float]:
+    """Per window, the mean over layers of ``column`` minus its null (what the claims judge)."""
+    baseline = table[null] if isinstance(null, str) else float(null)
+    return (table[column] - baseline).groupby(table["window"]).mean().tolist()
+
+
+def pretrained_nulls(results: Mapping[str, Mapping]) -> plt.Figure:
+    """Fig. 1 on pretrained models against every null (``attnlab.papers.xsa.pretrained.measure_models``): per
+    model (a panel each, smallest first), the margin of cos(y_i, v_i), cos(v_i, v_j) and a_ii over each of
+    :data:`NULL_ROWS`, with the sink inside y_i (filled circles) and with the first token's contribution
+    removed from both sides (open squares): the mean over text windows with its 95% t interval, the windows
+    the units of these rows of the claims table."""
+    order = sorted(results, key=lambda name: results[name]["parameters"])
+    fig, axes = plt.subplots(1, len(order), figsize=(3.4 * len(order) + 1.6, 3.9), squeeze=False, sharey=True)
+    y = np.arange(len(NULL_ROWS))[::-1]
+    for ax, name in zip(axes[0], order, strict=True):
+        table = results[name]["table"]
+        for yi, (_, with_sink, without) in zip(y, NULL_ROWS, strict=True):
+            marks: tuple[tuple[Null | None, float, str, str | None], ...] = (
+                (with_sink, 0.12, "o", None), (without, -0.12, "s", "none"),
+            )  # fmt: skip
+            for spec, dy, marker, face in marks:
+                if spec is None:
+                    continue
+                est = mean_interval(_window_margin(table, spec[0], spec[1]))
+                err = [[est.mean - est.low], [est.high - est.mean]] if np.isfinite(est.low) else None
+                ax.errorbar(est.mean, yi + dy, xerr=err, fmt=marker, color=color("sa"), mfc=face, capsize=3)
+        ax.axvline(0.0, color="grey", ls=":", lw=1)
+        ax.set(
+            title=f"{name}\n{_size(results[name]['parameters'])} parameters", xlabel="margin over the null"
+        )
+    axes[0, 0].set_yticks(y, [label for label, _, _ in NULL_ROWS], fontsize=8)
+    handles = [
+        axes[0, 0].errorbar([], [], fmt="o", color=color("sa"), label="with the sink"),
+        axes[0, 0].errorbar([], [], fmt="s", color=color("sa"), mfc="none", label="the sink removed"),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.suptitle("Fig. 1 on pretrained models: margin over each null, mean over windows [95 % interval]")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig

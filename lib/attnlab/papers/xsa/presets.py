@@ -8,6 +8,10 @@ from dataclasses import dataclass, replace
 from attnlab.model import GPTConfig
 from attnlab.training.trainer import TrainConfig
 
+KINDS = ("sa", "xsa")
+CONTROLS = ("xsa-random", "xsa-prev")  # XSA's controls (not in the paper): other rank-1 projections
+SUBWORD, GROUPED = "subword", "grouped-query"  # the variants' settings (``Variants``)
+
 
 def _gpt(
     n_layer: int, d_model: int, n_head: int, head_dim: int, block_size: int, vocab_size: int = 256
@@ -52,6 +56,27 @@ class Sweep:
 
 
 @dataclass(frozen=True)
+class Variants:
+    """XSA beyond the paper's setting (not in it), at the Fig. 3 size ``size`` and its best SA learning rate,
+    with the first ``seeds`` seeds:
+
+    - **subword tokens**: SA, XSA and both controls trained on the same corpus in the subword tokens of the
+      pinned model ``tokenizer`` (``attnlab.hf.PRETRAINED``; :mod:`attnlab.papers.xsa.subword`), for
+      ``subword_steps`` steps of ``subword_batch`` sequences of the size's context (warm-up and evaluations
+      scaled with the steps);
+    - **grouped-query attention**: SA and XSA with ``n_kv_head`` value heads shared by the query heads (Alg. 1
+      normalises each shared value once and removes its direction from every query head of its group).
+    """
+
+    size: str
+    tokenizer: str
+    subword_steps: int
+    subword_batch: int
+    n_kv_head: int
+    seeds: int
+
+
+@dataclass(frozen=True)
 class Bench:
     """Fig. 2: one attention + FFN block timed across widths and sequence lengths."""
 
@@ -82,6 +107,7 @@ class Preset:
     control_sizes: tuple[str, ...] = ()  # sizes where XSA's controls (xsa-random, xsa-prev) train every seed
     lr_extensions: int = 2  # grid points a size's LR search may add beyond an edge that wins
     tasks: tuple[str, ...] = TABLE2_TASKS  # Table 2's zero-shot tasks, the paper's eight at every scale
+    variants: Variants | None = None  # subword tokens and grouped-query attention (not in the paper)
 
 
 # The GPU presets train in bfloat16 autocast with a compiled model, as the paper's runs would.
@@ -148,6 +174,7 @@ PRESETS: dict[str, Preset] = {
     # Seconds on a CPU, to exercise every cell.
     "smoke": Preset(
         sizes={
+            "1L-16d": Size(_gpt(1, 16, 2, 8, 32), _train(30, 16, 32, 3e-3, 5, 6, eval_batches=2)),
             "2L-32d": Size(
                 _gpt(2, 32, 2, 16, 64), _train(30, 16, 32, 3e-3, 5, 6, eval_batches=2), lrs=(1.5e-3, 3e-3)
             ),
@@ -160,14 +187,22 @@ PRESETS: dict[str, Preset] = {
         task_limit=40,
         control_sizes=("2L-32d",),
         lr_extensions=0,
+        variants=Variants("2L-32d", "smollm2", subword_steps=30, subword_batch=8, n_kv_head=1, seeds=2),
     ),
     # A 2-core laptop: a 2-layer model that carries the sweeps, and an 8-layer model for Fig. 1's depth
     # trend, each with five seeds, both controls and a learning-rate grid of three seeds at every rate (with
     # one seed, 8L-64d's Fig. 4 slope had no interval); 0.8-1M tokens a run (docs/papers/xsa.md, "Budget").
     # Both sizes search the same four rates: 8L-64d's earlier grid (1e-3 to 4e-3) had to be extended twice
-    # to reach its optimum (8e-3, as 2L-64d's), ten runs more than a grid that contains it.
+    # to reach its optimum (8e-3, as 2L-64d's), ten runs more than a grid that contains it. A narrower
+    # 2-layer model (2L-32d, a quarter of 2L-64d's parameters and 1/16 of 8L-64d's) gives the gain's trend
+    # over size three points spanning 16x; narrower models take larger rates, so its grid sits a step
+    # higher. The variants (subword tokens, grouped-query attention) train at 2L-64d.
     "cpu": Preset(
         sizes={
+            "2L-32d": Size(
+                _gpt(2, 32, 2, 16, 256), _train(500, 16, 128, 8e-3, 50, 20, eval_batches=6),
+                lrs=(4e-3, 8e-3, 1.6e-2, 3.2e-2), grid_seeds=3,
+            ),
             "2L-64d": Size(
                 _gpt(2, 64, 4, 16, 256), _train(500, 16, 128, 4e-3, 50, 20, eval_batches=6),
                 lrs=(2e-3, 4e-3, 8e-3, 1.6e-2), grid_seeds=3,
@@ -179,12 +214,14 @@ PRESETS: dict[str, Preset] = {
         },
         seeds=(0, 1, 2, 3, 4),
         diag_sequences=64,
-        sweep=Sweep("2L-64d", seq_lens=(32, 64, 128, 256), sinks=(0, 1, 4), seeds=3),
+        sweep=Sweep("2L-64d", seq_lens=(32, 64, 128, 256, 512, 1024), sinks=(0, 1, 4), seeds=3),
         bench=Bench(
             d_models=(64, 128, 256), seq_lens=(64, 128, 256, 512), batch_size=8, head_dim=32, repeats=10
         ),
         task_limit=300,  # items per task (a fixed random sample, zero_shot.sample_items), for ten models
         control_sizes=("2L-64d", "8L-64d"),
+        # about 1.3M bytes of text a subword run (410k tokens of ~3.2 bytes), as the byte runs' 1M
+        variants=Variants("2L-64d", "smollm2", subword_steps=400, subword_batch=8, n_kv_head=2, seeds=5),
     ),
     # One large GPU, a few hours (make plan): FineWeb bytes, never more than one epoch.
     "gpu": Preset(

@@ -129,10 +129,14 @@ def orthogonal(residuals: Sequence[float]) -> Verdict:
 
 
 def verdict_above_baseline(margins_by_window: Sequence[float]) -> Verdict:
-    """Fig. 1 on one pretrained model: "the quantity exceeds its baseline" (cos(y_i, v_i) beyond uniform
-    mixing or a far token; a_ii beyond uniform attention's), from one margin per text window (the mean over
-    layers of the quantity minus its baseline): :func:`~attnlab.runner.verdicts.mean_rule` above 0 over the
-    windows, the units of a claim about one fixed model reading text."""
+    """Fig. 1 on one pretrained model: "the quantity exceeds its null" (cos(y_i, v_i) beyond uniform mixing,
+    a far token, the previous token's value or the same weights with the non-sink keys shuffled; a_ii beyond
+    uniform attention's or a_(i,i-1); cos(v_i, v_j) above 0; each with and without the sink), from one margin
+    per text window (the mean over layers of the quantity minus its null):
+    :func:`~attnlab.runner.verdicts.mean_rule` above 0 over the windows, the units of a claim about one fixed
+    model reading text (a mean over this model's text, not over models). The shuffled null is drawn afresh
+    for every query of every head, layer and window, so each window's margin averages thousands of its draws
+    and the windows' spread carries the draws' spread with the text's."""
     return mean_rule(margins_by_window, "above")
 
 
@@ -213,6 +217,55 @@ def verdict_gap_below_zero(xsa: Seeded, other: Seeded) -> Verdict:
     (``{seed: loss}``): :func:`~attnlab.runner.verdicts.paired_rule` of XSA minus the other, paired by seed,
     below 0."""
     return paired_rule(xsa, other, "below")
+
+
+def verdict_beats_previous_value_pooled(
+    xsa: Mapping[str, Seeded], previous_value: Mapping[str, Seeded]
+) -> Verdict:
+    """The controls, pooled over sizes: "XSA beats projecting out the previous token's value" (XSA's
+    specificity to the own value: ``xsa-prev`` removes v_(i-1) instead of v_i, the same rank-1 projection of
+    a neighbour). The rule was stated here, with its unit and side, before any table judged with it was
+    seen:
+
+    - evidence: each model's final validation loss per size and seed, ``{size: {seed: loss}}``, at every
+      size trained with the controls, the same seeds at each;
+    - per seed, XSA's loss minus ``xsa-prev``'s of the same seed, averaged over the sizes (one number per
+      seed: a seed's runs at different sizes are not independent replications of the claim);
+    - :func:`~attnlab.runner.verdicts.paired_rule` of those per-seed means, below 0, the seeds as units (n =
+      seeds), no margin and no threshold: holds when the 95% t interval lies below 0.
+
+    One test in place of one per size: the per-size rows stay in the table as description, this row is the
+    claim. Not testable without a size, or with sizes whose seeds differ (an error)."""
+    if set(xsa) != set(previous_value):
+        raise ValueError(f"the sizes differ: {sorted(xsa)} vs {sorted(previous_value)}")
+    if not xsa:
+        return not_testable("no size was trained with the controls", n=0, null=0.0)
+    sizes = list(xsa)
+    seeds = set(xsa[sizes[0]])
+    if any(set(xsa[s]) != seeds or set(previous_value[s]) != seeds for s in sizes):
+        raise ValueError(
+            "verdict_beats_previous_value_pooled(): the sizes were not trained with the same seeds"
+        )
+    mean_xsa = {seed: float(np.mean([xsa[s][seed] for s in sizes])) for seed in seeds}
+    mean_prev = {seed: float(np.mean([previous_value[s][seed] for s in sizes])) for seed in seeds}
+    return paired_rule(mean_xsa, mean_prev, "below")
+
+
+def verdict_gain_grows_with_size(
+    parameters: Mapping[str, float], gaps_by_seed: Mapping[Hashable, Mapping[str, float]]
+) -> Verdict:
+    """Table 2's gain rising with model size (0.26, 1.03, 1.36 points at 0.7B, 1.3B, 2.7B), read on the loss:
+    "XSA's gain over SA grows with model size", from each size's parameters (without embeddings) and each
+    seed's XSA - SA final validation gap per size (``{seed: {size: gap}}``, same seed: same data order): per
+    seed the least-squares slope of the gap against log2(parameters), judged by
+    :func:`~attnlab.runner.verdicts.slope_rule` below 0 (the gap deepens with size), the seeds as units (n =
+    seeds). Not testable with fewer than 3 sizes or one seed. A seed missing a size is an error."""
+    sizes = list(parameters)
+    for seed, gaps in gaps_by_seed.items():
+        if set(gaps) != set(sizes):
+            raise ValueError(f"seed {seed!r} has the sizes {sorted(gaps)}, not {sorted(sizes)}")
+    x = np.log2(np.asarray([parameters[s] for s in sizes], float))
+    return slope_rule(x, {seed: [gaps[s] for s in sizes] for seed, gaps in gaps_by_seed.items()}, "below")
 
 
 def verdict_below_throughout(gaps_by_evaluation: Mapping[Hashable, Sequence[float]]) -> Verdict:

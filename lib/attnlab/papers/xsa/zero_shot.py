@@ -23,9 +23,11 @@ always the shortest or the longest answer, and (per model) the answer the model 
 all. LAMBADA's (:func:`lambada_baselines`) are chance, taken as 0 (one word of an open vocabulary), and always
 the most frequent last word of the items: an answer that ignores the passage is one fixed word, and no fixed
 word is right more often than the most frequent one, so that baseline bounds the no-prompt one too (the
-others do not apply: NaN, which :func:`best_baseline` passes over). A task is judged only where a model's
-accuracy lies above the best of them (the gate :func:`attnlab.papers.xsa.claims.above_baseline`, kept with
-the other verdicts, outside the results' code keys). The position of the correct choice is no baseline: the
+others do not apply: NaN, which :func:`best_baseline` passes over). A task is judged only where SA's accuracy
+lies above the best of them: the baseline must have learned the task before XSA's gain over it means
+anything, while XSA's own accuracy is shown beside it and never gates the claim, which would select on the
+outcome (the gate :func:`attnlab.papers.xsa.rules.above_baseline`, kept with the other verdicts, outside the
+results' code keys). The position of the correct choice is no baseline: the
 scores do not depend on the order of the choices (a tie earns the same credit wherever the answer is listed).
 
 A task's items are a fixed random sample (:func:`sample_items`), not its first ones, so that an ordered file
