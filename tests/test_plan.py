@@ -32,7 +32,9 @@ def test_xsa_runs_are_every_figure_and_shared_runs_count_once():
     fig3 = sum(len(exp.kinds(name)) * len(exp.seeds) for name in p.sizes)
     shared = sum(2 * s.grid_seeds for s in p.sizes.values() if s.train.lr in s.lrs)
     sweeps = (len(sw.seq_lens) - 1 + len(sw.sinks) - 1) * 2 * sw.seeds
-    assert len(runs) == grids + fig3 - shared + sweeps
+    # the variants: SA, XSA and both controls on subword tokens; SA and XSA with grouped-query attention
+    variants = (4 + 2) * p.variants.seeds if p.variants else 0
+    assert len(runs) == grids + fig3 - shared + sweeps + variants
     spec = exp.spec("3L-32d", "sa", 0)
     t = spec.train
     row = runs[runs["run"] == "3L-32d sa seed 0"].iloc[0]
@@ -101,9 +103,8 @@ def test_circuit_steps_count_distinct_runs_to_their_epoch_limit():
     # the ratio sweep's runs at x1 and x20 are Fig. 2's FAFO and FAFO QK x20 runs: not counted again
     assert set(c.ratios) == {1.0, c.fast_fafo} and e.preset.ratio_seeds <= len(e.seeds)
     circuits = sum(cfg["max_epochs"] * cfg["batches_per_epoch"] for cfg in e.circuit_configs())
-    fig3 = (
-        2 * 2 * len(f.alphas) * f.epochs * f.batches_per_epoch
-    )  # two OV forms, two protocols (ours, authors')
+    # two OV forms, two protocols (ours, authors'), every synthetic seed
+    fig3 = 2 * 2 * len(f.alphas) * f.epochs * f.batches_per_epoch * len(e.seeds)
     assert e.circuit_steps() == circuits + fig3
 
 
@@ -142,7 +143,7 @@ def test_command_line_prints_the_totals(capsys):
     assert plan.main(["--scale", "smoke", "--notebooks", "xsa", "qk_speed", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "total" in out and "circuits, batched on cpu: 26 circuits in 4 stacks" in out
-    assert "CPU-hours on one core" in out and "on CPU cores, one run each: 960 SGD steps" in out
+    assert "CPU-hours on one core" in out and "on CPU cores, one run each: 1,920 SGD steps" in out
     assert plan.main(["--scale", "smoke", "--notebooks", "qk_speed", "--device", "cuda"]) == 0
     out = capsys.readouterr().out
     assert "batched on cuda" in out and "GPU-hours at 0.3 ms a step" in out
