@@ -99,6 +99,8 @@ def test_beyond_nulls_needs_every_null_cleared_layer_by_layer():
     assert sr.beyond_nulls(observed, {"uniform": low, "shuffled": high}, "above").word == DOES_NOT_HOLD
     parts = sr.null_margins(observed, {"uniform": low, "shuffled": level}, "above")
     assert set(parts) == {"uniform", "shuffled"} and all(p.rule == PAIRED for p in parts.values())
+    one = sr.beyond_nulls(observed, {"uniform": low}, "above")  # one null: the paired rule itself
+    assert one == sr.null_margins(observed, {"uniform": low}, "above")["uniform"] and one.rule == PAIRED
 
 
 def test_beyond_nulls_pairs_by_layer_name_never_by_position():

@@ -212,8 +212,10 @@ def beyond_nulls(observed: Layered, nulls: Mapping[str, Layered], side: Side) ->
     """A fixed model's per-layer measure lies ``side`` each of its ``nulls`` (XSA Fig. 1's cos(y_i, v_i)
     against uniform mixing and shuffled keys; the first token's attention against uniform attention's, its
     contribution weight against its attention: contribution weights' Fig. 1): :func:`null_margins`, and
-    :func:`~attnlab.runner.composite.all_of` them, the first shown unless another decides."""
-    return all_of(null_margins(observed, nulls, side))
+    :func:`~attnlab.runner.composite.all_of` them, the first shown unless another decides (one null: its
+    verdict as it is)."""
+    parts = null_margins(observed, nulls, side)
+    return next(iter(parts.values())) if len(parts) == 1 else all_of(parts)
 
 
 def random_weight_parts(observed: Layered, draws: Sequence[float], side: Side) -> dict[str, Verdict]:
