@@ -245,7 +245,8 @@ def _site_file(built: Path, base: str, url: str) -> Path:
 @pytest.mark.slow
 def test_every_page_loads_with_its_images_links_and_assets(built, served, browser):
     pages = sorted(p.relative_to(built).as_posix() for p in built.rglob("*.html") if p.name != "404.html")
-    expected = {"index.html", "verdicts.html", "api/index.html"} | {f"{p}/claims.html" for p in PAPERS}
+    expected = {"index.html", "verdicts.html", "coverage.html", "api/index.html"}
+    expected |= {f"{p}/claims.html" for p in PAPERS}
     assert expected <= set(pages)
     problems: list[str] = []
     checked: set[str] = set()

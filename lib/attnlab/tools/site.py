@@ -473,6 +473,7 @@ def mkdocs_config(
         nav.append({p.name: pages})
     nav += [
         {"How a verdict is reached": "verdicts.md"},
+        {"Which rows judge each claim": "coverage.md"},
         {"Data sources": "data-sources.md"},
         {"About the papers": "papers/index.md"},
         {"API reference": [{"Modules": "api/index.md"}] + [{page: f"api/{page}.md"} for page in api]},
@@ -548,6 +549,7 @@ def site_targets(scale: str, papers: list[Paper], api: dict[str, list[str]]) -> 
     ``scale``, the notebooks (as their executed copies) and the library's modules (as their API pages)."""
     targets = {
         "docs/verdicts.md": "verdicts.md",
+        "docs/coverage.md": "coverage.md",
         "docs/data-sources.md": "data-sources.md",
         "docs/papers/README.md": "papers/index.md",
     }
@@ -605,6 +607,7 @@ def write_source(scale: str, out: Path) -> Path:
             (docs / "notebooks" / f"{p.name}.ipynb").write_text(_notebook_copy(p.notebook, p.name, links))
     sources = sorted(accounts.glob("*.md")) + [
         root / "docs" / "verdicts.md",
+        root / "docs" / "coverage.md",
         root / "docs" / "data-sources.md",
     ]
     for source in sources:
