@@ -8,16 +8,17 @@ antisymmetric part R = (W - W^T) / 2 routes, its symmetric part F = (W + W^T) / 
   Face models (Llama/Mistral/Qwen ``q_proj``/``k_proj``, BERT ``query``/``key``, GPT-2 ``c_attn``, GPT-NeoX
   ``query_key_value``), exactly and cheaply (``HeadForms``: W restricted to the <= 2d-dimensional subspace the
   head reads);
-- measures them (``form_stats``, ``model_heads``, ``sd_heads``; four rank measures, ``rank_measures``) beside
-  random baselines of the same shapes (``random_heads``, ``random_routing``);
+- measures them (``form_stats``, from 2d x 2d and d x d products of the weights, ``gram_core``;
+  ``model_heads``, ``sd_heads``; four rank measures, ``rank_measures``) beside random baselines of the same
+  shapes (``random_heads``, ``random_routing``);
 - intervenes: truncates an S-D head's D to its mean or removes its S (``sd_truncated``), does the same to the
   symmetric/antisymmetric parts of a standard head's form (``sa_truncated_forms`` + ``override_forms``),
   swaps the first layers for ELU+1 linear attention keeping the weights (``linearised``), and sets each
   layer's head dim from the dimensions holding most of its routing energy (``head_dims_from_dims``), beside
   controls of the same total (``same_total_uniform``, ``shuffled_dims``).
 
-The weight-space analysis ignores positions: a RoPE head's score is x_i^T Wq^T R_{j-i} Wk x_j, whose form at
-offset 0 is the W analysed here; biases of the projections and LayerNorm gains are left out too.
+``hf_qk`` gives a Hugging Face model's weights as stored; ``pretrained`` folds in the gains the model applies
+and its rotary positions at several offsets, and states what a bilinear form leaves out (biases, shifts).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from attnlab import metrics
 from attnlab.attention import CausalSelfAttention, SDAttention
 from attnlab.metrics import effective_rank, routing_filtering
 from attnlab.model import GPT
@@ -124,7 +124,11 @@ def energy_dims(matrix: torch.Tensor, share: float) -> torch.Tensor:
     """The number of singular directions that hold ``share`` of the energy ||M||_F^2 of each matrix of
     ``matrix`` (..., m, n), returned as (...) float (0 for a zero matrix): the reallocation measure, which
     unlike the entropy rank can call for fewer dimensions than a layer has."""
-    s2 = torch.linalg.svdvals(matrix.double()).square()  # (..., k), descending
+    return _share_dims(torch.linalg.svdvals(matrix.double()).square(), share)
+
+
+def _share_dims(s2: torch.Tensor, share: float) -> torch.Tensor:
+    """``energy_dims`` from the squared singular values ``s2`` (..., k), descending."""
     total = s2.sum(-1, keepdim=True)
     cum = s2.cumsum(-1) / torch.where(total > 0, total, torch.ones_like(total))
     dims = (cum < share - 1e-12).sum(-1) + 1
@@ -134,44 +138,104 @@ def energy_dims(matrix: torch.Tensor, share: float) -> torch.Tensor:
 def rank_measures(matrix: torch.Tensor, prefix: str) -> dict[str, object]:
     """The ``MEASURES`` of each matrix of ``matrix`` (H, n, n) (``attnlab.metrics.rank_measures``, one SVD),
     as numpy columns ``<prefix>_<suffix>``."""
-    m = metrics.rank_measures(matrix)
-    names = {"rank": "effective_rank", "stable_rank": "stable_rank", "pr": "participation_ratio",
-             "top_plane": "top_plane_share"}  # fmt: skip
-    return {f"{prefix}_{suffix}": m[names[suffix]].numpy() for suffix in MEASURES}
+    return _measure_columns(torch.linalg.svdvals(matrix.double()), prefix)
 
 
-def form_stats(wq: torch.Tensor, wk: torch.Tensor) -> pd.DataFrame:
+def _measure_columns(sigma: torch.Tensor, prefix: str) -> dict[str, object]:
+    """The ``MEASURES`` from the singular values ``sigma`` (H, k) of each matrix, in any order, as
+    ``attnlab.metrics.rank_measures`` computes them from an SVD (entropy rank from sigma; stable rank,
+    participation ratio and top-plane share from sigma^2, sorted descending)."""
+    s = sigma.double().abs().sort(-1, descending=True).values
+    s2 = s.square()
+    total, energy = s.sum(-1), s2.sum(-1)
+    p = s / torch.where(total > 0, total, 1.0)[..., None]
+    entropy_rank = torch.where(total > 0, (-torch.special.xlogy(p, p).sum(-1)).exp(), 0.0)
+
+    def ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+        return torch.where(den > 0, num / torch.where(den > 0, den, 1.0), 0.0)
+
+    values = {
+        "rank": entropy_rank, "stable_rank": ratio(energy, s2[..., 0]),
+        "pr": ratio(energy.square(), s2.square().sum(-1)), "top_plane": ratio(s2[..., :2].sum(-1), energy),
+    }  # fmt: skip
+    return {f"{prefix}_{suffix}": values[suffix].numpy() for suffix in MEASURES}
+
+
+def gram_core(wq: torch.Tensor, wk: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each head's form W = Wq^T Wk in coordinates of the subspace it reads, from products of its d x D
+    weights only: ``core`` (H, 2d, 2d), orthogonally similar to ``head_forms``' core (the same split into R
+    and F, the same energies, singular values and nonzero eigenvalues), and ``cross`` = Wk Wq^T (H, d, d),
+    whose eigenvalues are the nonzero ones of W.
+
+    With A = [Wq; Wk] (2d x D) and its Gram matrix G = A A^T = V diag(lam) V^T (2d x 2d: the blocks Wq Wq^T,
+    Wq Wk^T and Wk Wk^T), A = B Z with B = V diag(sqrt lam) and Z = diag(lam)^(-1/2) V^T A orthonormal rows,
+    so W = A^T [[0, I], [0, 0]] A = Z^T (B_q^T B_k) Z: the core is B_q^T B_k (B_q, B_k the query and key rows
+    of B). Directions whose singular value sqrt(lam) is at or below ``head_forms``' tolerance (the largest
+    times max(D, 2d) times the weights' own epsilon: rows that agree to their rounding) are set to zero, as
+    ``head_forms`` leaves them out. The cost is that of the Gram blocks (d x D x d products) and a 2d x 2d
+    eigendecomposition, against an SVD of the D x 2d rows (about twenty times faster at D = 1536, d = 128)."""
+    eps = torch.finfo(wq.dtype).eps
+    D, d = wq.shape[-1], wq.shape[-2]
+    k_heads = wk.double()
+    q, k = wq.double(), _expand_keys(wq, k_heads)
+    gq = q @ q.transpose(-1, -2)
+    gk = (k_heads @ k_heads.transpose(-1, -2)).repeat_interleave(q.shape[0] // k_heads.shape[0], dim=0)
+    cross = k @ q.transpose(-1, -2)  # Wk Wq^T
+    gram = torch.cat((torch.cat((gq, cross.transpose(-1, -2)), -1), torch.cat((cross, gk), -1)), -2)
+    lam, V = torch.linalg.eigh(gram)  # ascending
+    inside = lam > lam[..., -1:] * (max(D, 2 * d) * eps) ** 2
+    B = V * torch.where(inside, lam.clamp_min(0).sqrt(), 0.0)[..., None, :]
+    return B[..., :d, :].transpose(-1, -2) @ B[..., d:, :], cross
+
+
+def _form_singular_values(gq: torch.Tensor, gk: torch.Tensor) -> torch.Tensor:
+    """The d largest singular values of each head's W = Wq^T Wk (its rank is at most d), from d x d Gram
+    matrices: sigma^2 are the eigenvalues of Gq^(1/2) Gk Gq^(1/2) (Gq = Wq Wq^T, Gk = Wk Wk^T)."""
+    lam, U = torch.linalg.eigh(gq)
+    root = U * lam.clamp_min(0).sqrt()[..., None, :]
+    return torch.linalg.eigvalsh(root.transpose(-1, -2) @ gk @ root).clamp_min(0).sqrt()
+
+
+def form_stats(wq: torch.Tensor, wk: torch.Tensor, share: float | None = None) -> pd.DataFrame:
     """One row per head of the layer with weights ``wq`` (H, d, D), ``wk`` (H_kv, d, D): routing and filtering
     energies, the rank measures of R and F (``rank_measures``), the entropy rank of W, and the eigenvalues of
-    W with positive real part. The eigenvalues come from the d x d matrix Wk Wq^T, whose eigenvalues are the
-    nonzero ones of the D x D form Wq^T Wk."""
-    forms = head_forms(wq, wk)
-    M = forms.core
-    R, F_ = (M - M.transpose(-1, -2)) / 2, (M + M.transpose(-1, -2)) / 2
-    eig = torch.linalg.eigvals(_expand_keys(wq, wk).double() @ wq.double().transpose(-1, -2))  # (H, d)
-    rf = routing_filtering(M, eigenvalues=eig)
+    W with positive real part; given ``share``, also ``routing_dims``, the directions holding that share of
+    ||R||_F^2 (``energy_dims``). Computed in the 2d-dimensional coordinates of ``gram_core`` (the same numbers
+    as on the dense D x D form, tested): the singular values of R and F from its 2d x 2d core, those of W from
+    d x d Gram matrices, the eigenvalues from the d x d matrix Wk Wq^T, whose eigenvalues are the nonzero ones
+    of the D x D form Wq^T Wk."""
+    core, cross = gram_core(wq, wk)
+    R, F_ = (core - core.transpose(-1, -2)) / 2, (core + core.transpose(-1, -2)) / 2
+    rf = routing_filtering(core, eigenvalues=torch.linalg.eigvals(cross))
+    q, k = wq.double(), _expand_keys(wq, wk.double())
+    sigma_w = _form_singular_values(q @ q.transpose(-1, -2), k @ k.transpose(-1, -2))
+    sigma_r = torch.linalg.svdvals(R)
+    dims = {} if share is None else {"routing_dims": _share_dims(sigma_r.square(), share).numpy()}
     return pd.DataFrame({
-        "head": range(len(M)),
+        "head": range(len(core)),
         "routing_energy": rf["routing_energy"].numpy(),
         "filtering_energy": rf["filtering_energy"].numpy(),
-        **rank_measures(R, "routing"),
-        **rank_measures(F_, "filtering"),
-        "form_rank": effective_rank(M).numpy(),
+        **_measure_columns(sigma_r, "routing"),
+        **_measure_columns(torch.linalg.eigvalsh(F_), "filtering"),
+        "form_rank": _measure_columns(sigma_w, "w")["w_rank"],
         "n_unstable": rf["n_unstable"].numpy(),
         "max_real": rf["max_real"].numpy(),
+        **dims,
     })  # fmt: skip
 
 
 def random_heads(shapes: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], seed: int) -> pd.DataFrame:
     """``form_stats`` of Gaussian query and key weights with the given per-layer shapes ((H, d, D), (H_kv, d,
     D)), seeded: the random baseline of a pretrained model's head statistics (every statistic here is scale
-    free, so the weights' scale does not matter). One row per head, with a ``layer`` column."""
+    free, so the weights' scale does not matter). One row per head, with its ``layer`` and its key ``group``
+    (the heads that read one key head share its weights, so only groups are independent)."""
     gen = torch.Generator().manual_seed(seed)
     frames = []
     for i, (q_shape, k_shape) in enumerate(shapes):
         wq = torch.randn(q_shape, generator=gen, dtype=torch.float64)
         wk = torch.randn(k_shape, generator=gen, dtype=torch.float64)
-        frames.append(form_stats(wq, wk).assign(layer=i))
+        group = torch.arange(q_shape[0]) // (q_shape[0] // k_shape[0])
+        frames.append(form_stats(wq, wk).assign(layer=i, group=group.numpy()))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -209,9 +273,10 @@ def _weight(module: nn.Module) -> torch.Tensor:
 _QK_NAMES = (("q_proj", "k_proj"), ("query", "key"), ("q", "k"))  # query/key projections, by architecture
 
 
-def hf_qk(model: nn.Module) -> list[QK]:
-    """(Wq, Wk) of every attention layer of a Hugging Face model, in layer order. Head counts come from the
-    config (``num_attention_heads``, ``num_key_value_heads``, ``head_dim``)."""
+def hf_attention(model: nn.Module) -> list[tuple[nn.Module, QK]]:
+    """Every attention layer of a Hugging Face model, in layer order: the module that holds its query and key
+    projections, with (Wq, Wk) as its own weights (no gains, biases or positions folded in). Head counts come
+    from the config (``num_attention_heads``, ``num_key_value_heads``, ``head_dim``)."""
     cfg: Any = model.config  # a transformers config, whose fields depend on the architecture
     H = cfg.num_attention_heads
     H_kv = getattr(cfg, "num_key_value_heads", None) or H
@@ -231,12 +296,19 @@ def hf_qk(model: nn.Module) -> list[QK]:
         else:
             continue
         D = wq.shape[-1]
-        layers.append((wq.float().reshape(H, d, D), wk.float().reshape(-1, d, D)))
+        layers.append((module, (wq.float().reshape(H, d, D), wk.float().reshape(-1, d, D))))
     if not layers:
         raise ValueError(f"no attention query/key projections recognised in {type(model).__name__}")
-    if layers[0][1].shape[0] not in (H, H_kv):
-        raise ValueError(f"key heads {layers[0][1].shape[0]} match neither {H} nor {H_kv}")
+    if layers[0][1][1].shape[0] not in (H, H_kv):
+        raise ValueError(f"key heads {layers[0][1][1].shape[0]} match neither {H} nor {H_kv}")
     return layers
+
+
+def hf_qk(model: nn.Module) -> list[QK]:
+    """(Wq, Wk) of every attention layer of a Hugging Face model, in layer order (``hf_attention``): the
+    weights as stored, without the gains, biases and positions the model applies around them
+    (``pretrained.folded_qk`` folds the gains in)."""
+    return [qk for _, qk in hf_attention(model)]
 
 
 def load_pretrained(name: str) -> nn.Module:
@@ -281,16 +353,17 @@ def pretrained_fingerprint(name: str) -> str:
     return hf.model_fingerprint(name)
 
 
-def model_heads(model: nn.Module) -> pd.DataFrame:
-    """``form_stats`` of every head of a ``GPT`` or Hugging Face model, with a ``layer`` column (and ``kind``
-    for a GPT). Linear-attention layers of a GPT are left out (no softmax bilinear form)."""
+def model_heads(model: nn.Module, share: float | None = None) -> pd.DataFrame:
+    """``form_stats`` of every head of a ``GPT`` or Hugging Face model (its weights as stored), with a
+    ``layer`` column (and ``kind`` for a GPT); given ``share``, with ``routing_dims``. Linear-attention layers
+    of a GPT are left out (no softmax bilinear form)."""
     if isinstance(model, GPT):
         layers = [
             (i, b.attn.kind, gpt_qk(b.attn)) for i, b in enumerate(model.blocks) if b.attn.bilinear_scores
         ]
     else:
         layers = [(i, "sa", qk) for i, qk in enumerate(hf_qk(model))]
-    frames = [form_stats(*qk).assign(layer=i, kind=kind) for i, kind, qk in layers]
+    frames = [form_stats(*qk, share=share).assign(layer=i, kind=kind) for i, kind, qk in layers]
     return pd.concat(frames, ignore_index=True)
 
 
