@@ -3,6 +3,7 @@ interventions of the S-D routing paper (arXiv 2605.18826)."""
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -21,6 +22,7 @@ from attnlab.papers.sd_routing.routing import (
     gpt_qk,
     head_dims_from_dims,
     head_forms,
+    hf_attention,
     hf_qk,
     linearised,
     model_heads,
@@ -513,3 +515,231 @@ def test_figures_say_when_a_trend_panel_is_flat_and_label_ratios_in_percent():
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert "+0 %" in labels and all(label.endswith("%") for label in labels) and 3 <= len(labels) <= 8
     matplotlib.pyplot.close("all")
+
+
+# Every head's statistics from small matrices ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("H", "H_kv", "d", "D", "shared"),
+    [(6, 2, 4, 20, False), (3, 3, 8, 40, False), (4, 1, 8, 12, False), (2, 2, 4, 16, True)],
+)
+def test_form_stats_from_small_matrices_equal_the_dense_forms(H, H_kv, d, D, shared):
+    """The Gram-matrix path (2d x 2d cores, d x d products) against the dense D x D form: every column, with
+    grouped keys, with 2d > D (a rank-deficient Gram matrix) and with shared query/key rows (rank d)."""
+    from attnlab import metrics
+    from attnlab.papers.sd_routing.routing import gram_core
+
+    g = torch.Generator().manual_seed(H * 100 + D)
+    wq, wk = torch.randn(H, d, D, generator=g), torch.randn(H_kv, d, D, generator=g)
+    if shared:  # the shared projection's form W^T L W: query rows L^T W, key rows W
+        L = torch.randn(H, d, d, generator=g)
+        wq = L.transpose(-1, -2) @ wk
+    dense = wq.double().transpose(-1, -2) @ wk.double().repeat_interleave(H // H_kv, 0)
+    R, F_ = (dense - dense.transpose(-1, -2)) / 2, (dense + dense.transpose(-1, -2)) / 2
+    stats = form_stats(wq, wk, share=0.9)
+    rf, mR, mF = routing_filtering(dense), metrics.rank_measures(R), metrics.rank_measures(F_)
+    expect = {
+        "routing_energy": rf["routing_energy"], "filtering_energy": rf["filtering_energy"],
+        "routing_rank": mR["effective_rank"], "routing_stable_rank": mR["stable_rank"],
+        "routing_pr": mR["participation_ratio"], "routing_top_plane": mR["top_plane_share"],
+        "filtering_rank": mF["effective_rank"], "filtering_stable_rank": mF["stable_rank"],
+        "filtering_pr": mF["participation_ratio"], "filtering_top_plane": mF["top_plane_share"],
+        "form_rank": effective_rank(dense), "routing_dims": energy_dims(R, 0.9),
+    }  # fmt: skip
+    for column, values in expect.items():
+        torch.testing.assert_close(torch.tensor(stats[column].to_numpy()), values, atol=1e-6, rtol=1e-6)
+    assert (torch.tensor(stats["n_unstable"].to_numpy()) == rf["n_unstable"]).all()
+    # the core is the head_forms core up to an orthogonal change of basis: the same singular values
+    core, cross = gram_core(wq, wk)
+    ours, theirs = torch.linalg.svdvals(core), torch.linalg.svdvals(head_forms(wq, wk).core)
+    r = theirs.shape[-1]  # min(D, 2d): with 2d > D the core's other values are zeros
+    torch.testing.assert_close(ours[:, :r], theirs, atol=1e-8, rtol=1e-6)
+    assert (ours[:, r:] <= 1e-8 * ours.max()).all()
+    torch.testing.assert_close(cross, wk.double().repeat_interleave(H // H_kv, 0) @ wq.double().mT)
+
+
+# Pretrained forms as each model computes them -------------------------------------------------------------
+
+
+def _randomised_norms(model, centre: float):
+    """``model`` with every normalisation gain (1-d weights with "norm" in their name) drawn around
+    ``centre`` (Gemma's gains are 1 + weight: centre 0), the relative position bias of MPNet removed."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name.lower() and p.ndim == 1 and "bias" not in name:
+                p.copy_(centre + 0.5 * torch.randn_like(p))
+            if "relative_attention_bias" in name:
+                p.zero_()
+    return model.eval()
+
+
+def _decoder_probabilities(model, forms, rots, ids, bias: bool, qk_norm: bool) -> list[torch.Tensor]:
+    """Each layer's causal attention probabilities computed from the folded forms at every offset (plus,
+    with ``bias``, the terms of the projections' biases the forms leave out, and with ``qk_norm`` the
+    per-token division by the raw queries' and keys' root mean square)."""
+    from attnlab.papers.sd_routing.pretrained import norm_gain
+
+    out = model(ids, output_hidden_states=True)
+    eps, T = model.config.rms_norm_eps, ids.shape[1]
+    probs = []
+    for layer, (attn, (wq, wk)) in enumerate(hf_attention(model)):
+        h = out.hidden_states[layer][0].double()
+        x = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)  # the input norm without its gain
+        (fq, fk), R = forms[layer], rots[layer]
+        H, d, D = fq.shape
+        g = H // fk.shape[0]
+        gamma = norm_gain(model.model.layers[layer].input_layernorm, D)
+        q, k = x @ fq.transpose(-1, -2), x @ fk.repeat_interleave(g, 0).transpose(-1, -2)  # (H, T, d)
+        raw_q = x @ (wq.double() * gamma).transpose(-1, -2)
+        raw_k = x @ (wk.double() * gamma).repeat_interleave(g, 0).transpose(-1, -2)
+        if bias:
+            bq, bk = attn.q_proj.bias.double().view(H, 1, d), attn.k_proj.bias.double().view(-1, 1, d)
+            q, raw_q = q + bq, raw_q + bq
+            k, raw_k = k + bk.repeat_interleave(g, 0), raw_k + bk.repeat_interleave(g, 0)
+        scale = torch.ones(H, T, T, dtype=torch.float64)
+        if qk_norm:
+            inv_q, inv_k = (torch.rsqrt(r.pow(2).mean(-1) + eps) for r in (raw_q, raw_k))
+            scale = inv_q[:, :, None] * inv_k[:, None, :]
+        i, j = torch.tril_indices(T, T)
+        scores = torch.full((H, T, T), float("-inf"), dtype=torch.float64)
+        # (R(i - j) q_i) . k_j: the form at offset i - j applied to the queries
+        rotated = torch.einsum("ode,hte->hotd", R.double(), q)  # (H, offsets, T, d)
+        scores[:, i, j] = (rotated[:, i - j, i] * k[:, j]).sum(-1) * scale[:, i, j]
+        probs.append((scores * attn.scaling).softmax(-1))
+    return probs
+
+
+@pytest.mark.parametrize("family", ["gemma3", "qwen2", "llama"])
+def test_folded_forms_at_every_offset_give_the_models_own_attention(family):
+    """The gains folded into Wq and Wk (input RMSNorm, Gemma 3's q/k RMSNorm with its 1 + weight) and the
+    model's own RoPE at each offset reproduce its attention probabilities; Qwen2's q/k biases are exactly
+    the terms the bilinear form leaves out."""
+    import transformers as tf
+
+    from attnlab.papers.sd_routing.pretrained import folded_qk, rope_rotations
+
+    torch.manual_seed(0)
+    small = {"vocab_size": 50, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "attn_implementation": "eager"}  # fmt: skip
+    if family == "gemma3":
+        cfg = tf.Gemma3TextConfig(**small, head_dim=8, sliding_window=512,
+                                  layer_types=["sliding_attention", "full_attention"])  # fmt: skip
+        model = _randomised_norms(tf.Gemma3ForCausalLM(cfg), 0.0)
+    elif family == "qwen2":
+        model = _randomised_norms(tf.Qwen2ForCausalLM(tf.Qwen2Config(**small)), 1.0)
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.self_attn.q_proj.bias.normal_()
+                layer.self_attn.k_proj.bias.normal_()
+    else:
+        model = _randomised_norms(tf.LlamaForCausalLM(tf.LlamaConfig(**small)), 1.0)
+    T = 40
+    ids = torch.randint(0, 50, (1, T))
+    rots = rope_rotations(model, tuple(range(T)))
+    assert all(r is not None and r.shape == (T, 8, 8) for r in rots)
+    if family == "gemma3":  # local and global layers rotate at their own frequencies
+        assert not torch.allclose(rots[0][5], rots[1][5])
+    ours = _decoder_probabilities(
+        model, folded_qk(model), rots, ids, bias=family == "qwen2", qk_norm=family == "gemma3"
+    )
+    theirs = model(ids, output_attentions=True).attentions
+    for p, a in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(p, a[0].double(), atol=2e-6, rtol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["bert", "mpnet"])
+def test_folded_forms_of_post_norm_encoders_read_the_previous_layers_layernorm(family):
+    """BERT and MPNet read the previous layer's output LayerNorm (the embeddings' for the first layer): its
+    gain folded into Wq and Wk, its shift and the biases being the terms the form leaves out, reproduce the
+    attention (MPNet's relative position bias zeroed: it is added to the scores, not part of the form)."""
+    import transformers as tf
+
+    from attnlab.papers.sd_routing.pretrained import folded_qk, input_norms
+
+    torch.manual_seed(0)
+    small = {"vocab_size": 50, "hidden_size": 24, "num_attention_heads": 3, "num_hidden_layers": 3,
+             "intermediate_size": 48, "attn_implementation": "eager"}  # fmt: skip
+    if family == "bert":
+        model = _randomised_norms(tf.BertModel(tf.BertConfig(**small)), 1.0)
+    else:
+        model = _randomised_norms(tf.MPNetModel(tf.MPNetConfig(**small)), 1.0)
+    ids = torch.randint(0, 50, (1, 9))
+    out = model(ids, output_hidden_states=True, output_attentions=True)
+    norms, forms = input_norms(model), folded_qk(model)
+    assert norms[0] is model.embeddings.LayerNorm and norms[2] is model.encoder.layer[1].output.LayerNorm
+    for layer, (attn, (wq, wk)) in enumerate(hf_attention(model)):
+        ln, h = norms[layer], out.hidden_states[layer][0].double()
+        x = (h - ln.bias.double()) / ln.weight.double()  # the LayerNorm's output before its gain and shift
+        q_lin, k_lin = (attn.query, attn.key) if family == "bert" else (attn.q, attn.k)
+        shift_q = (wq.double() @ ln.bias.double()) + q_lin.bias.double().view(3, 8)
+        shift_k = (wk.double() @ ln.bias.double()) + k_lin.bias.double().view(3, 8)
+        fq, fk = forms[layer]
+        q, k = x @ fq.transpose(-1, -2) + shift_q[:, None], x @ fk.transpose(-1, -2) + shift_k[:, None]
+        probs = (q @ k.transpose(-1, -2) / math.sqrt(8)).softmax(-1)
+        torch.testing.assert_close(probs, out.attentions[layer][0].double(), atol=2e-6, rtol=1e-4)
+
+
+def test_pretrained_heads_measure_rope_models_at_every_offset_and_encoders_at_zero():
+    import transformers as tf
+
+    from attnlab.papers.sd_routing.pretrained import pretrained_heads
+
+    torch.manual_seed(0)
+    llama = tf.LlamaForCausalLM(tf.LlamaConfig(
+        vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2,
+    ))  # fmt: skip
+    heads = pretrained_heads(llama, (0, 1, 16))
+    assert len(heads) == 3 * 2 * 4 and sorted(set(heads["offset"])) == [0, 1, 16]
+    at = heads.set_index(["offset", "layer", "head"])["filtering_energy"]
+    assert not np.allclose(at.loc[0].to_numpy(), at.loc[16].to_numpy())  # the rotation moves the split
+    bert = tf.BertModel(tf.BertConfig(
+        vocab_size=50, hidden_size=24, num_attention_heads=3, num_hidden_layers=2, intermediate_size=48
+    ))  # fmt: skip
+    assert set(pretrained_heads(bert, (0, 1, 16))["offset"]) == {0}  # position-free: one form
+
+
+# The random-weight null, resampled from a pool of key groups ----------------------------------------------
+
+
+def test_resampled_null_spreads_as_full_draws_do():
+    """Gaussian heads of one shape are identically distributed in every layer and independent across key
+    groups: the model-level statistics resampled from a pool of ten models' groups have the centre and
+    spread of 200 full draws (the spread widened by about sqrt(1 + 1/10) for the pool's own uncertainty)."""
+    from scipy import stats
+
+    from attnlab.papers.sd_routing.pretrained import NULL_COLUMNS, head_flags, random_pool, resampled_null
+
+    shapes = [((4, 4, 16), (2, 4, 16))] * 4
+    full = random_pool(shapes, 210)
+    per_model = head_flags(full).groupby("draw")[list(NULL_COLUMNS)].mean().astype(float)
+    truth = per_model.loc[:199]
+    pool = full[full["draw"] >= 200]
+    null = resampled_null(pool, 4000, seed=0)
+    assert len(null) == 4000 and list(null.columns) == ["draw", *NULL_COLUMNS]
+    for column in ("filtering_energy", "dominant", "lower"):
+        sd = truth[column].std()
+        assert abs(null[column].mean() - truth[column].mean()) < 0.6 * sd, column  # the pool's mean
+        assert 0.8 < null[column].std() / sd < 1.4, column
+    # the assumption: a head's statistics do not depend on its layer (one distribution per shape)
+    by_layer = [g["filtering_energy"].to_numpy() for _, g in full[full["draw"] < 100].groupby("layer")]
+    assert stats.kruskal(*by_layer).pvalue > 0.01
+    assert resampled_null(pool, 50, seed=3).equals(resampled_null(pool, 50, seed=3))  # seeded
+
+
+def test_resampled_null_takes_key_groups_whole_and_keeps_each_strata_count():
+    from attnlab.papers.sd_routing.pretrained import random_pool, resampled_null
+
+    # a pool where every group's heads agree and groups differ: a model-level share drawn from whole groups
+    # is a multiple of 1 / (groups), never the share of a mixed group
+    pool = random_pool([((4, 4, 16), (2, 4, 16))] * 2, 3)
+    assert list(pool.groupby(["draw", "layer"])["group"].nunique().unique()) == [2]
+    forced = pool.assign(filtering_energy=np.where(pool["group"] == 0, 0.9, 0.1))
+    null = resampled_null(forced, 200, seed=1)
+    assert set(np.round(null["dominant"] * 4, 9)) <= {0.0, 1.0, 2.0, 3.0, 4.0}
+    # two shapes: each stratum contributes as many heads as the model has there (8 + 6 of 14 heads)
+    mixed = random_pool([((4, 4, 16), (2, 4, 16)), ((4, 4, 16), (2, 4, 16)), ((6, 4, 20), (6, 4, 20))], 4)
+    assert mixed["stratum"].nunique() == 2
+    ones = mixed.assign(filtering_energy=np.where(mixed["stratum"] == "6x4x20/6", 0.9, 0.1))
+    assert np.allclose(resampled_null(ones, 20, seed=0)["dominant"], 6 / 14)

@@ -30,8 +30,10 @@ from attnlab.runner.verdicts import (
     INCONCLUSIVE,
     NOT_TESTABLE,
     PAIRED,
+    RANK,
     SLOPE,
     VERDICTS,
+    Verdict,
     mean_rule,
     slope_rule,
 )
@@ -113,27 +115,47 @@ def test_every_head_unstable_is_an_exact_count_in_each_model():
     assert one.word == DOES_NOT_HOLD and "b refutes it" in one.why
 
 
-def test_energy_beyond_random_ranks_the_mean_among_the_random_draws_means():
+def test_energy_beyond_random_ranks_the_models_mean_among_the_random_draws_means():
     rng = np.random.default_rng(0)
     random_means = list(0.5 + 0.005 * rng.standard_normal(199))
-    energies = list(0.585 + 0.07 * rng.standard_normal(72))
-    v = rules.verdict_energy_beyond_random(energies, random_means)
-    assert v.word == HOLDS
-    est = mean_interval(energies)  # the mean rule's evidence when both hold
-    assert (v.estimate, v.low, v.high, v.n, v.null) == pytest.approx((est.mean, est.low, est.high, 72, 0.5))
-    # a mean just above 1/2 that the draws reach as often: inconclusive, whatever the share above 1/2
-    near = [e - np.mean(energies) + 0.503 for e in energies]
-    assert rules.verdict_energy_beyond_random(near, random_means).word != HOLDS
-    # 1,000 heads at 0.51: the mean rule alone clears 1/2, the draws around 0.51 do not let it through
+    v = rules.verdict_energy_beyond_random(0.585, random_means)
+    assert v.word == HOLDS and v.rule == RANK
+    lo, hi = np.quantile(random_means, [0.025, 0.975])
+    assert (v.estimate, v.low, v.high, v.n) == pytest.approx((0.585, lo, hi, 199))
+    assert v.null == pytest.approx(np.median(random_means))
+    # the old rule's mean over heads: 1,000 heads at 0.51 clear 1/2 by their t interval, but a fixed model is
+    # no sample of heads: against draws around 0.51 it is one of them
     wide = list(0.51 + 0.02 * rng.standard_normal(1000))
     assert mean_rule(wide, "above", 0.5).word == HOLDS
+    near = list(0.51 + 0.003 * rng.standard_normal(199))
+    assert rules.verdict_energy_beyond_random(float(np.mean(wide)), near).word == INCONCLUSIVE
+    assert rules.verdict_energy_beyond_random(0.45, random_means).word == DOES_NOT_HOLD
+    assert rules.verdict_energy_beyond_random(0.585, random_means[:1]).word == NOT_TESTABLE  # one draw
+    assert rules.verdict_energy_beyond_random(0.585, random_means[:78]).word == NOT_TESTABLE
+
+
+def test_effect_size_is_in_standard_deviations_of_the_null():
+    draws = [0.49, 0.5, 0.51, 0.5, 0.5]
+    assert rules.effect_size(0.52, draws) == pytest.approx(0.02 / np.std(draws, ddof=1))
+    assert math.isnan(rules.effect_size(0.6, [0.5, 0.5]))
+
+
+def test_filtering_at_every_offset_is_all_of_the_models_and_offsets():
+    rng = np.random.default_rng(0)
+    null = list(0.5 + 0.005 * rng.standard_normal(199))
+    means = {"a at 1": 0.56, "a at 64": 0.55, "b at 1": 0.58}
+    nulls = dict.fromkeys(means, null)
+    v = rules.verdict_at_offsets(means, nulls)
+    assert v.word == HOLDS and v.n == 3
+    # one model at one offset inside the null: the claim "at every offset" is undecided
+    v = rules.verdict_at_offsets({**means, "b at 64": 0.501}, {**nulls, "b at 64": null})
+    assert v.word == INCONCLUSIVE and "b at 64" in v.why
+    v = rules.verdict_at_offsets({**means, "b at 64": 0.4}, {**nulls, "b at 64": null})
+    assert v.word == DOES_NOT_HOLD and "b at 64 refutes it" in v.why
     assert (
-        rules.verdict_energy_beyond_random(wide, list(0.51 + 0.003 * rng.standard_normal(199))).word != HOLDS
+        str(rules.verdict_at_offsets({}, {}))
+        == "not testable here: no pretrained model with rotary positions"
     )
-    lower = [e - 0.3 for e in energies]
-    assert rules.verdict_energy_beyond_random(lower, random_means).word == DOES_NOT_HOLD
-    assert rules.verdict_energy_beyond_random(energies, random_means[:1]).word == NOT_TESTABLE  # one draw
-    assert rules.verdict_energy_beyond_random([], random_means).word == NOT_TESTABLE
 
 
 # Sanity checks and LayerNorm ------------------------------------------------------------------------------
@@ -164,45 +186,46 @@ def _keyed(values, seeds=(0, 1, 2), size="a"):
     return {(size, s): v for s, v in zip(seeds, values, strict=True)}
 
 
-def test_trains_without_layernorm_pairs_the_loss_increase_with_sas_by_size_and_seed():
-    # SA loses 10-12 % without LayerNorm, S-D 2-3 %: the paired differences lie above 0
-    v = rules.verdict_trains_without_layernorm(_keyed([2.0, 3.0, 2.5]), _keyed([10.0, 12.0, 11.0]), 0, 0)
-    assert v.word == HOLDS and v.rule == PAIRED
-    assert v.estimate == pytest.approx(8.5) and v.n == 3 and v.null == 0.0
-    # both lose about the same: inconclusive
-    v = rules.verdict_trains_without_layernorm(_keyed([13.7, 14.5, 9.5]), _keyed([14.0, 13.0, 11.0]), 0, 0)
-    assert v.word == INCONCLUSIVE and _contains(v, 0.0) and v.detectable > 0
+def test_held_in_check_needs_sa_to_degrade_and_sd_to_degrade_less_paired_by_size_and_seed():
+    # SA loses 0.10-0.12 nats without LayerNorm, S-D 0.02-0.03: both parts hold
+    v = rules.verdict_held_in_check(_keyed([0.02, 0.03, 0.025]), _keyed([0.10, 0.12, 0.11]), 0, 0)
+    assert v.word == HOLDS and v.rule.startswith("all of 2 parts")
+    assert v.estimate == pytest.approx(0.085) and v.n == 3 and v.null == 0.0  # S-D less than SA, shown
+    # both lose about the same: S-D is not held any better
+    v = rules.verdict_held_in_check(_keyed([0.137, 0.145, 0.095]), _keyed([0.14, 0.13, 0.11]), 0, 0)
+    assert v.word == INCONCLUSIVE and "S-D degrades less than SA undecided" in v.why and _contains(v, 0.0)
     # S-D loses more than SA
-    v = rules.verdict_trains_without_layernorm(_keyed([10.0, 12.0, 11.0]), _keyed([2.0, 3.0, 2.5]), 0, 0)
-    assert v.word == DOES_NOT_HOLD and v.high < 0
+    v = rules.verdict_held_in_check(_keyed([0.10, 0.12, 0.11]), _keyed([0.02, 0.03, 0.025]), 0, 0)
+    assert v.word == DOES_NOT_HOLD and "S-D degrades less than SA refutes it" in v.why and v.high < 0
+    # SA gains from removing LayerNorm: nothing was held in check, whatever S-D does
+    v = rules.verdict_held_in_check(_keyed([-0.2, -0.22, -0.21]), _keyed([-0.10, -0.12, -0.11]), 0, 0)
+    assert v.word == DOES_NOT_HOLD and "SA degrades without LayerNorm refutes it" in v.why
 
 
-def test_trains_without_layernorm_pairs_by_name_not_by_position():
-    sd_gaps = _keyed([1.0, 11.0, 21.0])
-    sa_gaps = _keyed([2.0, 12.1, 22.05])  # SA loses 1-1.1 points more in every seed
-    assert rules.verdict_trains_without_layernorm(sd_gaps, sa_gaps, 0, 0).word == HOLDS
+def test_held_in_check_pairs_by_name_not_by_position():
+    sd_gaps = _keyed([0.31, 0.41, 0.51])
+    sa_gaps = _keyed([0.32, 0.421, 0.5205])  # SA loses 0.01-0.011 more in every seed
+    assert rules.verdict_held_in_check(sd_gaps, sa_gaps, 0, 0).word == HOLDS
     # the same mapping in another order pairs the same seeds
     reordered = dict(reversed(list(sa_gaps.items())))
-    same = rules.verdict_trains_without_layernorm(sd_gaps, reordered, 0, 0)
-    assert same == rules.verdict_trains_without_layernorm(sd_gaps, sa_gaps, 0, 0)
+    same = rules.verdict_held_in_check(sd_gaps, reordered, 0, 0)
+    assert same == rules.verdict_held_in_check(sd_gaps, sa_gaps, 0, 0)
     # SA's values moved to the wrong seeds: the verdict changes
-    shifted = dict(zip(sa_gaps, [12.1, 22.05, 2.0], strict=True))
-    assert rules.verdict_trains_without_layernorm(sd_gaps, shifted, 0, 0).word == INCONCLUSIVE
+    shifted = dict(zip(sa_gaps, [0.421, 0.5205, 0.32], strict=True))
+    assert rules.verdict_held_in_check(sd_gaps, shifted, 0, 0).word == INCONCLUSIVE
     # seeds present in one variant only: an error, never a silent re-alignment
     with pytest.raises(ValueError):
-        rules.verdict_trains_without_layernorm(sd_gaps, _keyed([2.0, 12.1, 22.05], seeds=(0, 1, 3)), 0, 0)
+        rules.verdict_held_in_check(sd_gaps, _keyed([0.32, 0.421, 0.5205], seeds=(0, 1, 3)), 0, 0)
 
 
-def test_trains_without_layernorm_by_divergence_and_without_runs():
-    v = rules.verdict_trains_without_layernorm(_keyed([1.0], (0,)), _keyed([1.0], (0,)), 1, 0)
+def test_held_in_check_by_divergence_and_without_runs():
+    v = rules.verdict_held_in_check(_keyed([1.0], (0,)), _keyed([1.0], (0,)), 1, 0)
     assert str(v) == "does not hold: 1 S-D run(s) without LayerNorm diverged"
-    assert str(rules.verdict_trains_without_layernorm({}, {}, 0, 2)).startswith("holds: 2 SA run(s)")
-    v = rules.verdict_trains_without_layernorm({}, {}, 0, 0)
+    assert str(rules.verdict_held_in_check({}, {}, 0, 2)).startswith("holds: 2 SA run(s)")
+    v = rules.verdict_held_in_check({}, {}, 0, 0)
     assert str(v) == "not testable here: no pair of runs without LayerNorm"
     # one pair only: no interval
-    assert rules.verdict_trains_without_layernorm(_keyed([1.0], (0,)), _keyed([3.0], (0,)), 0, 0).word == (
-        NOT_TESTABLE
-    )
+    assert rules.verdict_held_in_check(_keyed([0.1], (0,)), _keyed([0.3], (0,)), 0, 0).word == NOT_TESTABLE
 
 
 # Spectral cascade -----------------------------------------------------------------------------------------
@@ -237,6 +260,36 @@ def test_few_dimensions_needs_middle_layers():
     v = rules.verdict_few_dimensions({"a": [3.0, 3.1, 2.9], "b": [5.0, 5.2, 5.1]})
     assert v.word == DOES_NOT_HOLD and v.null == 3.5 and v.estimate == pytest.approx(5.1)
     assert str(rules.verdict_few_dimensions({})) == "not testable here: no size has middle layers"
+
+
+def test_band_thresholds_come_from_the_registry():
+    assert rules.ONE_PLANE == thresholds.band("sd_routing.ONE_PLANE") == (1.5, 2.5)
+    assert rules.FEW_DIMENSIONS == thresholds.band("sd_routing.FEW_DIMENSIONS") == (1.5, 3.5)
+    assert rules.CLOSE_PCT == thresholds.value("sd_routing.CLOSE_PCT") == 1.4
+
+
+def test_band_rows_give_the_verdict_at_the_plain_null_beside_the_post_hoc_band():
+    """The bands were fixed after a table had been seen: the row's reason gives the same claim at the plain
+    null, "below random antisymmetric matrices of the same head dim" (and against SA's routing part)."""
+    first = {"a": [2.0, 2.1, 1.9], "b": [2.2, 2.3, 2.1]}
+    units = {("a", 0): 2.0, ("a", 1): 2.1, ("a", 2): 1.9, ("b", 0): 2.2, ("b", 1): 2.3, ("b", 2): 2.1}
+    sa = {u: v + 2.0 + 0.1 * u[1] for u, v in units.items()}
+    random = {"a": 7.9, "b": 7.9}
+    v = rules.verdict_band_beyond_sa("sd_routing.ONE_PLANE", first, random, units, sa, "one plane")
+    assert v.word == HOLDS and "ONE_PLANE" in v.why and v.why.endswith("at the plain null (0): holds")
+    # a layer 0 at three planes: outside the band, still far below random matrices
+    wide = {"a": [6.0, 6.2, 5.9], "b": [6.1, 6.3, 6.0]}
+    wide_units = {u: v + 4.0 for u, v in units.items()}
+    v = rules.verdict_band_beyond_sa(
+        "sd_routing.ONE_PLANE", wide, random, wide_units, {u: x + 2.0 for u, x in wide_units.items()}, "x"
+    )
+    assert v.word == DOES_NOT_HOLD and v.why.endswith("at the plain null (0): holds")
+    below = rules.verdict_below_random(wide, random)
+    assert below.word == HOLDS and below.high < 0  # the differences from random, every size below 0
+    assert rules.verdict_below_random({"a": [8.0, 8.1, 7.9]}, random).word != HOLDS
+    assert rules.verdict_below_random(first, {}).word == NOT_TESTABLE
+    v = rules.verdict_band_beyond_sa("sd_routing.FEW_DIMENSIONS", {}, random, {}, {}, "2-3 dimensions")
+    assert v.word == NOT_TESTABLE
 
 
 def test_last_layers_expand_needs_the_margins_interval_above_zero():
@@ -488,6 +541,43 @@ def test_allocation_control_is_a_non_inferiority_within_the_fixed_margin():
     assert rules.verdict_allocation_control(measured, {}, same_dims=False).word == NOT_TESTABLE
 
 
+def test_held_at_bounds_decides_from_the_allocation_whether_the_controls_can_differ():
+    # the cpu run's S-D allocation at a floor of 4: three of four layers at the floor, one plane to move
+    why = rules.held_at_bounds((6, 4, 4, 4), floor=4, base=16)
+    assert why.startswith("3 of 4 measured head dims sit at the clamp (floor 4, uniform 16)")
+    assert rules.held_at_bounds((4, 4, 4, 4), floor=4, base=16)  # the shared projection's: every layer
+    assert rules.held_at_bounds((16, 16, 6, 8), floor=4, base=16)  # at the uniform head dim counts too
+    assert rules.held_at_bounds((6, 4, 8, 4), floor=4, base=16)  # half of them: not most free
+    # the same measured dims at a floor of 2 are free: the allocation is the measurement's
+    assert rules.held_at_bounds((6, 4, 4, 4), floor=2, base=16) == ""
+    assert rules.held_at_bounds((6, 10, 2), floor=2, base=16) == ""  # two of three free
+    measured, control = {0: 4.0, 1: 4.5, 2: 5.0}, {0: 4.1, 1: 4.4, 2: 5.2}
+    assert rules.verdict_allocation_control(measured, control, False).word == HOLDS
+    v = rules.verdict_allocation_control(measured, control, False, held=why)
+    assert v.word == NOT_TESTABLE and v.why == why and v.n == 3
+    whole = rules.verdict_reallocation([50.0] * 3, [4.0, 5.0, 6.0], {"vs uniform": v})
+    assert whole.word == NOT_TESTABLE and "sit at the clamp" in whole.why
+
+
+def test_grows_with_depth_takes_late_minus_early_per_trained_model():
+    profiles = (("a", {0: [2, 3, 5, 9], 1: [2, 4, 4, 3]}), ("b", {0: [4, 8, 6]}), ("c", {0: [5]}))
+    rows = [{"size": s, "seed": seed, "layer": layer, "routing_dims": v}
+            for s, per_seed in profiles for seed, vs in per_seed.items()
+            for layer, v in enumerate(vs)]  # fmt: skip
+    margins = sd.depth_margins(pd.DataFrame(rows).sample(frac=1.0, random_state=0))  # any row order
+    # late half minus early half; the middle layer of three in neither; one layer: no margin
+    assert margins == {("a", 0): 4.5, ("a", 1): 0.5, ("b", 0): 2.0}
+    v = rules.verdict_grows_with_depth([4.5, 3.5, 4.0, 3.8])
+    assert v.word == HOLDS and v.null == 0.0
+    assert rules.verdict_grows_with_depth([-1.0, -1.5, -0.8]).word == DOES_NOT_HOLD
+    assert rules.verdict_grows_with_depth([]).word == NOT_TESTABLE
+    # judged against SA's routing part: SA growing as much leaves the pattern not specific to S-D
+    sd_margins = _units([4.0, 4.2, 3.9])
+    grows = rules.verdict_grows_with_depth(list(sd_margins.values()))
+    v = rules.verdict_beyond_sa(grows, sd_margins, _units([4.1, 4.0, 4.0]), "above", "the growth with depth")
+    assert v.word == INCONCLUSIVE and v.why.startswith("the growth with depth is not specific to S-D")
+
+
 def test_reallocation_holds_only_when_the_measured_allocation_is_as_good_as_its_controls():
     good = rules.verdict_allocation_control({0: 4.0, 1: 4.5, 2: 5.0}, {0: 4.1, 1: 4.4, 2: 5.2}, False)
     bad = rules.verdict_allocation_control({0: 4.0, 1: 4.5, 2: 5.0}, {0: 2.0, 1: 2.4, 2: 3.1}, False)
@@ -527,7 +617,7 @@ def test_no_verdict_says_does_not_hold_while_its_interval_contains_the_null():
             rules.verdict_last_layers_expand(xs),
             rules.verdict_catastrophic([20 + x for x in xs]),
             rules.verdict_inversion(xs, ys),
-            rules.verdict_trains_without_layernorm(_keyed(xs), _keyed(ys), 0, 0),
+            rules.verdict_held_in_check(_keyed(xs), _keyed(ys), 0, 0),
             rules.verdict_one_plane({"a": [2.5 + x / 10 for x in xs], "b": [2.5 + y / 10 for y in ys]}),
             rules.verdict_reallocation([50.0] * 3, [8.4 + x for x in xs]),
         ]
@@ -558,8 +648,9 @@ def _evidence(exp) -> sd.Evidence:
         for s in sizes for v in variants for seed in seeds
     }  # fmt: skip
     loss = {"sa": 1.0, "sa-noln": 1.2, "sd": 1.0, "sd-noln": 1.03, "sd-shared": 1.0}
+    spread = {"sa": 0.01, "sa-noln": 0.03, "sd": 0.01, "sd-noln": 0.015, "sd-shared": 0.01}
     losses = pd.DataFrame([
-        {"size": s, "variant": v, "seed": seed, "loss": loss[v] + 0.01 * seed} for (s, v, seed) in runs
+        {"size": s, "variant": v, "seed": seed, "loss": loss[v] + spread[v] * seed} for (s, v, seed) in runs
     ])  # fmt: skip
     head = {"filtering_energy": 0.9, "routing_rank": 2.0, "filtering_rank": 3.0, "routing_stable_rank": 1.5,
             "filtering_stable_rank": 2.5, "n_unstable": 1}  # fmt: skip
@@ -573,20 +664,25 @@ def _evidence(exp) -> sd.Evidence:
     )  # fmt: skip
     sizes_of = {m: 10**6 * (len(exp.models) - i) for i, m in enumerate(exp.models)}  # the last the smallest
     heads["parameters"] = heads["model"].map(sizes_of)
-    # 99 draws of Gaussian weights per model: energies around 1/2, routing below filtering rank in about
-    # half the heads, every head unstable (as Gaussian weights are)
+    # 999 draws of Gaussian weights per model, as model-level statistics: mean energy around 1/2, routing
+    # below filtering rank in about half the heads, every head unstable (as Gaussian weights are)
     rng = np.random.default_rng(0)
     draws = pd.DataFrame([
-        {"model": m, "draw": d, "layer": i // 10, "head": i % 10, "filtering_energy": 0.5 + 0.05 * e,
-         "routing_rank": 3.0 + r, "filtering_rank": 3.0, "routing_stable_rank": 2.5 + r,
-         "filtering_stable_rank": 2.5, "n_unstable": 2}
-        for m in exp.models for d in range(99)
-        for i, (e, r) in enumerate(zip(rng.standard_normal(50), rng.standard_normal(50), strict=True))
+        {"model": m, "draw": d, "filtering_energy": 0.5 + 0.007 * e, "dominant": 0.5 + 0.07 * e,
+         "lower": 0.5 + 0.07 * r, "lower_stable": 0.5 + 0.07 * r, "unstable": 1.0}
+        for m in exp.models
+        for d, (e, r) in enumerate(zip(rng.standard_normal(999), rng.standard_normal(999), strict=True))
+    ])  # fmt: skip
+    # the RoPE models' heads at offsets 1 and 64 (the first model position-free), filtering dominant
+    offsets = pd.DataFrame([
+        {"model": m, "offset": o, "layer": i // 10, "head": i % 10, **head,
+         "filtering_energy": 0.8 + 0.002 * i}
+        for m in exp.models[1:] for o in (1, 64) for i in range(50)
     ])  # fmt: skip
 
     def ranks(rank: float) -> dict[str, float]:
         return {"routing_rank": rank, "routing_stable_rank": rank, "routing_pr": rank,
-                "routing_top_plane": 2 / rank}  # fmt: skip
+                "routing_top_plane": 2 / rank, "routing_dims": 2 * rank}  # fmt: skip
 
     def layers(n: int, seed: int, variant: str) -> list[dict[str, float]]:
         if variant.startswith("sa"):  # SA's routing part: higher rank, expanding less
@@ -637,7 +733,7 @@ def _evidence(exp) -> sd.Evidence:
     return sd.Evidence(
         runs=runs, losses=losses, heads=heads, cascade=cascade, baseline=baseline,
         trend=exp.scale_trend(cascade), drift=drift, collapse=collapse, linear=linear, realloc=realloc,
-        draws=draws,
+        draws=draws, offsets=offsets,
     )  # fmt: skip
 
 
@@ -657,27 +753,35 @@ def test_evidence_is_passed_by_name_only():
 def test_claims_table_from_hand_built_tables():
     exp = sd_routing.configure(scale="cpu", device="cpu")  # sizes 2L-32d to 5L-80d
     rows = exp.claims(_evidence(exp))
-    by_claim = {c.claim: c.verdict for c in rows}
     pooled = [c for c in rows if c.figure == "pretrained"]
-    assert len(pooled) == 4 and all(c.verdict.word == HOLDS for c in pooled)
-    assert all(c.unit == "pretrained model" and c.verdict.n == len(exp.models) for c in pooled)
+    assert len(pooled) == 5 and all(c.verdict.word == HOLDS for c in pooled)
+    assert all(c.unit == "pretrained model" for c in pooled)
+    assert [c.verdict.n for c in pooled] == [len(exp.models)] * 4 + [2 * (len(exp.models) - 1)]
     dominant = [c for c in pooled if c.claim.startswith("filtering dominates the spectral budget")]
+    assert len(dominant) == 1 and dominant[0].verdict.rule.startswith("all of")
+    assert "mean filtering energy" in dominant[0].ours and "999 draws" in dominant[0].ours
+    assert "SD)" in dominant[0].ours and dominant[0].ours.startswith(sd.FORMS)  # the effect size, the forms
+    offsets = pooled[-1]
     assert (
-        len(dominant) == 1 and "mean filtering energy" in dominant[0].ours and "99 draws" in dominant[0].ours
+        offsets.claim.startswith("filtering dominates at every relative offset") and "1, 64" in offsets.claim
     )
+    assert sd_describe(exp.models[0]) not in offsets.ours  # position-free: no offsets
     # every head unstable holds as a count, though random weights are unstable in every head too
     unstable = [c for c in pooled if c.claim.startswith("every head is dynamically unstable")]
     assert unstable[0].verdict.word == HOLDS and unstable[0].verdict.rule.startswith("all of")
     # each pretrained model's own rows follow, four claims each, their heads the units
     own = [c for c in rows if c.figure == "scale: pretrained"]
-    assert len(own) == 4 * len(exp.models) and {c.unit for c in own} == {"head"}
+    assert len(own) == 4 * len(exp.models)
     assert all(c.unit in UNITS and c.unit for c in rows)
     assert {c.unit for c in rows if c.figure not in ("pretrained", "scale: pretrained")} == {
         "trained model", "head",
     }  # fmt: skip
+    assert {c.unit for c in own} == {"pretrained model", "head"}  # the energy's rank row: the model
     sanity = [c for c in rows if c.claim.startswith(sd.SANITY)]
     assert [c.verdict.word for c in sanity] == [HOLDS, HOLDS]
-    assert by_claim["S-D attention trains without LayerNorm (control: SA without LayerNorm)"].word == HOLDS
+    held = [c for c in rows if c.claim.startswith("S-D attention trains without LayerNorm")]
+    assert len(held) == 1 and held[0].verdict.word == HOLDS and held[0].unit == "trained model"
+    assert held[0].verdict.n == 3 * len(exp.sizes) and "nats" in held[0].ours
     cascade_rows = [c for c in rows if c.figure == "cascade"]
     assert len(cascade_rows) == 3 * 4 * 3  # three claims, four measures, three S-D variants
     assert all(c.verdict.word == HOLDS for c in cascade_rows)
@@ -701,8 +805,9 @@ def test_claims_table_from_hand_built_tables():
     linear_rows = [c for c in rows if c.figure == "linearisation"]
     assert [c.verdict.word for c in linear_rows] == [HOLDS, HOLDS, DOES_NOT_HOLD, HOLDS]
     realloc_rows = [c for c in rows if c.figure == "reallocation"]
-    assert [c.verdict.word for c in realloc_rows] == [HOLDS, HOLDS]
-    assert all("same total, shuffled (10 6)" in c.ours for c in realloc_rows)
+    assert [c.verdict.word for c in realloc_rows] == [HOLDS] * 4
+    assert all("same total, shuffled (10 6)" in c.ours for c in realloc_rows[:2])
+    assert all(c.claim.startswith("the measured allocation grows with depth") for c in realloc_rows[2:])
     frame = claims_frame(rows)
     assert set(frame["verdict"]) <= set(VERDICTS) and frame["rule"].str.len().gt(0).all()
     # no row says "does not hold" while its interval contains its null (a rank rule's interval is the null
@@ -745,9 +850,11 @@ def test_claims_follow_a_misaligned_seed():
     losses = evidence.losses.copy()
     noln = losses["variant"] == "sa-noln"
     losses.loc[noln, "seed"] = (losses.loc[noln, "seed"] + 1) % 3
-    claim = "S-D attention trains without LayerNorm (control: SA without LayerNorm)"
-    before = {c.claim: c.verdict for c in exp.claims(evidence)}[claim]
-    after = {c.claim: c.verdict for c in exp.claims(dataclasses.replace(evidence, losses=losses))}[claim]
+
+    def held(e: sd.Evidence) -> Verdict:
+        return next(c.verdict for c in exp.claims(e) if c.claim.startswith("S-D attention trains without"))
+
+    before, after = held(evidence), held(dataclasses.replace(evidence, losses=losses))
     assert after.estimate != pytest.approx(before.estimate) or after.low != pytest.approx(before.low)
 
 

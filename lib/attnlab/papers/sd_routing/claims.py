@@ -12,12 +12,10 @@ truncation. Rows true by construction say "sanity check". Each row names its uni
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from attnlab.papers.sd_routing import rules
@@ -29,15 +27,21 @@ from attnlab.papers.sd_routing.presets import (
     PAPER_LINEAR,
     PROBE_VARIANTS,
     REALLOC_CONTROLS,
+    REALLOCATED,
     SD_VARIANTS,
 )
+from attnlab.papers.sd_routing.pretrained import FLAGS, NULL_COLUMNS, head_flags
 from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, describe, rank_equivalent
 from attnlab.papers.sd_routing.rules import ALLOCATION_MARGIN_PCT, tolerated
 from attnlab.papers.sd_routing.rules import CATASTROPHIC_PCT as CATASTROPHIC_PCT
 from attnlab.papers.sd_routing.rules import CHEAP_PCT as CHEAP_PCT
 from attnlab.papers.sd_routing.rules import LINEAR_TOLERANCE_PCT as LINEAR_TOLERANCE_PCT
-from attnlab.runner.claims import Claim, fixed, signed
-from attnlab.runner.stats import estimate
+from attnlab.papers.sd_routing.tables import by_size as _by_size
+from attnlab.papers.sd_routing.tables import cascade_parts, depth_margins, in_order
+from attnlab.papers.sd_routing.tables import grouped_by_size as _grouped
+from attnlab.papers.sd_routing.tables import mean as _mean
+from attnlab.papers.sd_routing.wording import means as _means
+from attnlab.runner.claims import Claim, signed
 from attnlab.runner.verdicts import NOT_TESTABLE, Verdict
 
 SANITY = "sanity check (true by construction): "
@@ -55,14 +59,16 @@ class Evidence:
     ``cascade_baseline``); ``trend``: the fraction of layers at minimum rank per (measure, size, variant,
     seed) (``scale_trend``); ``drift``: how far D moved (``drift``); ``collapse``: PPL change of the
     truncations (``collapse``); ``linear``: ELU+1 linearisation (``linearisation``); ``realloc``: the
-    head-dim reallocation (``reallocation``); ``draws``: per-head statistics of many draws of Gaussian
-    weights of each pretrained model's shapes (``random_draws``: ``model``, ``draw``, ``layer``, ``head`` and
-    the statistics).
+    head-dim reallocation (``reallocation``); ``draws``: the pretrained claims' null, model-level statistics
+    of many models of Gaussian weights of each pretrained model's shapes (``random_draws``: ``model``,
+    ``draw`` and ``pretrained.NULL_COLUMNS``); ``offsets``: the RoPE models' heads at the relative offsets
+    other than 0 (``pretrained_offsets``: ``model``, ``offset``, ``layer``, ``head`` and the statistics).
 
     Settings (``SDExperiment.claims`` fills them from the run): ``scale``, ``sizes`` (in order), ``models``
     (pretrained), ``probe`` and ``probe_layers`` (the linearisation size and its layer count),
-    ``sd_max_real`` (each trained S-D model's largest real part of an eigenvalue of L), ``diverged`` (the
-    (size, variant, seed) runs that diverged). ``runs``: the trained models, which only
+    ``min_head_dim`` and ``head_dim`` (the reallocation's clamp at the probe size: its smallest and its
+    uniform head dim), ``sd_max_real`` (each trained S-D model's largest real part of an eigenvalue of L),
+    ``diverged`` (the (size, variant, seed) runs that diverged). ``runs``: the trained models, which only
     ``SDExperiment.claims`` reads, to fill ``sd_max_real`` and ``diverged``."""
 
     losses: pd.DataFrame
@@ -75,12 +81,15 @@ class Evidence:
     linear: pd.DataFrame
     realloc: pd.DataFrame
     draws: pd.DataFrame | None = None
+    offsets: pd.DataFrame | None = None
     runs: Mapping[tuple[str, str, int], Any] = field(default_factory=dict)
     scale: str = ""
     sizes: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     probe: str = ""
     probe_layers: int = 0
+    min_head_dim: int = 0
+    head_dim: int = 0
     sd_max_real: tuple[float, ...] = ()
     diverged: tuple[tuple[str, str, int], ...] = ()
 
@@ -100,61 +109,67 @@ def claims(evidence: Evidence) -> list[Claim]:
         )
     rows = [
         *_claims_pretrained(e.heads, e.draws, e.models),
+        *_claims_offsets(e.offsets, e.draws, e.models),
         *_claims_stability(e),
         *_claims_cascade(e.cascade, e.baseline, e.sizes),
         *_claims_trend(e.trend),
         *_claims_collapse(e.collapse, e.drift),
         *_claims_linear(e.linear, e.probe, e.probe_layers),
-        *_claims_realloc(e.realloc),
+        *_claims_realloc(e.realloc, e.min_head_dim, e.head_dim),
+        *_claims_allocation_shape(e.cascade, e.sizes),
     ]
     return _not_judged(rows) if e.scale == "smoke" else rows
 
 
 # Pretrained heads -------------------------------------------------------------------------------------------
 
-#: The four pretrained claims: the head property (a column of :func:`_flags`), the claim, the paper's words.
+#: The four pretrained claims: the head property (``pretrained.head_flags``), the claim, the paper's words.
 PRETRAINED_CLAIMS = (
-    ("dominant", "filtering dominates the spectral budget of pretrained heads (mean energy above 1/2 and "
-     "above random weights)", "filtering dominates"),
+    ("dominant", "filtering dominates the spectral budget of pretrained heads (mean filtering energy beyond "
+     "random weights')", "filtering dominates"),
     ("lower", "routing runs at lower rank than filtering (entropy rank)", "routing low rank"),
     ("lower_stable", "routing runs at lower rank than filtering (stable rank)", "routing low rank"),
     ("unstable", "every head is dynamically unstable (an eigenvalue of W with positive real part)",
      "all heads"),
 )  # fmt: skip
+assert tuple(flag for flag, _, _ in PRETRAINED_CLAIMS) == FLAGS
+#: What the pretrained rows read: the heads' forms as each model computes them.
+FORMS = "forms as computed (norm and q/k-norm gains folded in; RoPE models at offset 0)"
 
 
-def _flags(heads: pd.DataFrame) -> pd.DataFrame:
-    """``heads`` with each head's property of the pretrained claims: filtering dominant (energy above 1/2),
-    routing below filtering rank (entropy, stable), unstable (an eigenvalue of W with positive real part)."""
-    return heads.assign(
-        dominant=heads["filtering_energy"] > 0.5,
-        lower=heads["routing_rank"] < heads["filtering_rank"],
-        lower_stable=heads["routing_stable_rank"] < heads["filtering_stable_rank"],
-        unstable=heads["n_unstable"] > 0,
+def _null_of(draws: pd.DataFrame, model: str) -> pd.DataFrame:
+    """``model``'s null draws (model-level statistics, ``NULL_COLUMNS``; none: an empty frame)."""
+    return (draws[draws["model"] == model] if "model" in draws else draws.iloc[0:0]).reindex(
+        columns=list(NULL_COLUMNS)
     )
+
+
+def _energy_text(mean: float, means: pd.Series) -> str:
+    """A model's mean filtering energy beside its null's median, with the effect size."""
+    if not len(means):
+        return f"mean filtering energy {mean:.3f}"
+    z = rules.effect_size(mean, means.tolist())
+    return f"mean filtering energy {mean:.3f} (random weights: median {means.median():.3f}; {z:+.1f} SD)"
 
 
 def _model_rows(heads: pd.DataFrame, draws: pd.DataFrame, model: str) -> dict[str, tuple[Verdict, str]]:
     """One model's verdict and text for each pretrained claim (by property): its trained heads against the
-    per-draw statistics of Gaussian weights of the same shapes."""
-    trained = _flags(heads[(heads["model"] == model) & (heads["weights"] == "trained")])
-    mine = draws[draws["model"] == model]
-    columns = ["filtering_energy", "dominant", "lower", "lower_stable", "unstable"]
-    per_draw = _flags(mine).groupby("draw")[columns].mean() if len(mine) else pd.DataFrame(columns=columns)
+    model-level statistics of many draws of Gaussian weights of the same shapes."""
+    trained = head_flags(heads[(heads["model"] == model) & (heads["weights"] == "trained")])
+    trained = trained.sort_values(["layer", "head"], kind="stable")  # sums in one order, whatever the table's
+    null = _null_of(draws, model)
     n, who = len(trained), describe(model)
     out = {}
     for flag, _, _ in PRETRAINED_CLAIMS:
-        k, random = int(trained[flag].sum()), per_draw[flag].astype(float)
+        k, random = int(trained[flag].sum()), null[flag].astype(float)
         median = f"{100 * random.median():.1f} %" if len(random) else "-"
         text = (f"{who}: {100 * k / max(n, 1):.1f} % of {n} heads (random weights: median {median} of "
                 f"{len(random)} draws)")  # fmt: skip
         if flag == "dominant":
-            energies = trained["filtering_energy"].astype(float).tolist()
-            means = per_draw["filtering_energy"].astype(float)
-            verdict = rules.verdict_energy_beyond_random(energies, means.tolist())
-            text += (
-                f"; mean filtering energy {_mean(energies):.3f} (random weights: median {means.median():.3f})"
-            )
+            mean = _mean(trained["filtering_energy"].tolist())
+            means = null["filtering_energy"].astype(float)
+            verdict = rules.verdict_energy_beyond_random(mean, means.tolist())
+            text = f"{who}: {_energy_text(mean, means)}; filtering above 1/2 in " + text.split(": ", 1)[1]
         elif flag == "unstable":
             verdict = rules.verdict_every_head_unstable(k, n)
         else:
@@ -169,16 +184,20 @@ def _present(heads: pd.DataFrame, models: Sequence[str]) -> list[str]:
     return [m for m in models if m in have]
 
 
+#: Each pretrained claim's unit in one model: the model against its null draws, or its heads counted.
+MODEL_UNITS = {"dominant": "pretrained model", "lower": "head", "lower_stable": "head", "unstable": "head"}
+
+
 def _claims_pretrained(heads: pd.DataFrame, draws: pd.DataFrame, models: Sequence[str]) -> list[Claim]:
     """The four pretrained claims in every model (:func:`rules.every_model`, unit: pretrained model), then,
-    with more than one model, each model's own rows (figure "scale: pretrained", unit: head)."""
+    with more than one model, each model's own rows (figure "scale: pretrained", unit: ``MODEL_UNITS``)."""
     present = _present(heads, models)
     if not present:
         return []
     each = {m: _model_rows(heads, draws, m) for m in present}
     rows = [
         Claim("pretrained", claim, f"{PAPER_HEADS}: {number}",
-              "heads with it: " + "; ".join(each[m][flag][1] for m in present),
+              f"{FORMS}; heads with it: " + "; ".join(each[m][flag][1] for m in present),
               rules.every_model({m: each[m][flag][0] for m in present}), unit="pretrained model")
         for flag, claim, number in PRETRAINED_CLAIMS
     ]  # fmt: skip
@@ -190,7 +209,7 @@ def _claims_pretrained(heads: pd.DataFrame, draws: pd.DataFrame, models: Sequenc
 def _by_model(each: Mapping[str, Mapping[str, tuple[Verdict, str]]]) -> dict[str, list[Claim]]:
     return {
         m: [Claim("scale: pretrained", claim, f"{PAPER_HEADS}: {number}",
-                  f"heads with it: {verdicts[flag][1]}", verdicts[flag][0], unit="head")
+                  f"heads with it: {verdicts[flag][1]}", verdicts[flag][0], unit=MODEL_UNITS[flag])
             for flag, claim, number in PRETRAINED_CLAIMS]
         for m, verdicts in each.items()
     }  # fmt: skip
@@ -200,8 +219,8 @@ def pretrained_by_model(
     heads: pd.DataFrame, draws: pd.DataFrame, models: Sequence[str], scale: str
 ) -> dict[str, list[Claim]]:
     """Each pretrained model's own rows of the four pretrained claims (figure "scale: pretrained", unit:
-    head), judged by the same rules on that model alone, by model; at smoke scale every verdict is "not
-    testable here"."""
+    ``MODEL_UNITS``), judged by the same rules on that model alone, by model; at smoke scale every verdict is
+    "not testable here"."""
     present = _present(heads, models)
     out = _by_model({m: _model_rows(heads, draws, m) for m in present})
     return {m: _not_judged(rows) for m, rows in out.items()} if scale == "smoke" else out
@@ -222,6 +241,37 @@ def pretrained_scale_table(
         for row in rows
     ]  # fmt: skip
     return pd.DataFrame(records).sort_values(["claim", "parameters"], kind="stable", ignore_index=True)
+
+
+def _claims_offsets(offsets: pd.DataFrame | None, draws: pd.DataFrame, models: Sequence[str]) -> list[Claim]:
+    """ "Filtering dominates" at every relative offset of the RoPE models (figure "pretrained", unit:
+    pretrained model): each (model, offset)'s mean filtering energy against the model's null
+    (:func:`rules.verdict_at_offsets`). No row without any RoPE model's offsets."""
+    if offsets is None or offsets.empty:
+        return []
+    flagged = head_flags(offsets.sort_values(["model", "offset", "layer", "head"], kind="stable"))
+    per = flagged.groupby(["model", "offset"], sort=True)[["filtering_energy", "dominant"]].mean()
+    present = [m for m in models if m in per.index.get_level_values("model")]
+    means, nulls, text = {}, {}, []
+    for model in present:
+        null = _null_of(draws, model)
+        at = per.loc[model]
+        for offset, row in at.iterrows():
+            name = f"{model} at {offset}"
+            means[name] = float(row["filtering_energy"])
+            nulls[name] = null["filtering_energy"].astype(float).tolist()
+        shares = ", ".join(f"{o}: {100 * r['dominant']:.0f} %" for o, r in at.iterrows())
+        energies = ", ".join(f"{o}: {r['filtering_energy']:.3f}" for o, r in at.iterrows())
+        median = f"{null['filtering_energy'].median():.3f}" if len(null) else "-"
+        text.append(f"{describe(model)}: mean filtering energy by offset {energies} (random weights: median "
+                    f"{median}, the same at every offset); heads above 1/2 {shares}")  # fmt: skip
+    offsets_used = sorted(set(per.index.get_level_values("offset")))
+    return [
+        Claim("pretrained", "filtering dominates at every relative offset of the RoPE models as well (the "
+              f"form R(offset) the model applies, offsets {', '.join(map(str, offsets_used))})",
+              f"{PAPER_HEADS}: filtering dominates (weight space, no positions)", "; ".join(text),
+              rules.verdict_at_offsets(means, nulls), unit="pretrained model")
+    ]  # fmt: skip
 
 
 # Sanity checks and LayerNorm --------------------------------------------------------------------------------
@@ -247,22 +297,23 @@ def _claims_stability(e: Evidence) -> list[Claim]:
     sa_failed = [k for k in e.diverged if k[1] == "sa-noln"]
     if {"sd", "sd-noln", "sa", "sa-noln"} <= set(wide.columns):
         both = wide.dropna(subset=["sd", "sd-noln", "sa", "sa-noln"])
-        sd_gaps = 100 * (both["sd-noln"] / both["sd"] - 1)
-        sa_gaps = 100 * (both["sa-noln"] / both["sa"] - 1)
+        sd_gaps, sa_gaps = both["sd-noln"] - both["sd"], both["sa-noln"] - both["sa"]
         per_size = both.assign(sd=sd_gaps, sa=sa_gaps).groupby(level="size")[["sd", "sa"]].mean()
-        ours = "loss without vs with LayerNorm (seed mean): " + ", ".join(
-            f"{s} S-D {signed(r['sd'], 1)} %, SA {signed(r['sa'], 1)} %" for s, r in per_size.iterrows()
+        ours = "loss without minus with LayerNorm (nats, seed mean): " + ", ".join(
+            f"{s} S-D {signed(r['sd'], 3)}, SA {signed(r['sa'], 3)}" for s, r in per_size.iterrows()
         )
         sd_by, sa_by = sd_gaps.to_dict(), sa_gaps.to_dict()  # keyed by (size, seed)
     else:
         ours, sd_by, sa_by = "no pair of models with and without LayerNorm finished", {}, {}
     if sd_failed or sa_failed:
         ours += f"; diverged: {sd_failed + sa_failed}"
-    verdict = rules.verdict_trains_without_layernorm(sd_by, sa_by, len(sd_failed), len(sa_failed))
-    rows.append(
-        Claim("S-D", "S-D attention trains without LayerNorm (control: SA without LayerNorm)",
-              "trains (no number given)", ours, verdict, unit=TRAINED)
-    )  # fmt: skip
+    verdict = rules.verdict_held_in_check(sd_by, sa_by, len(sd_failed), len(sa_failed))
+    claim = (
+        "S-D attention trains without LayerNorm, which holds standard attention's unstable heads in "
+        "check: without it SA degrades, S-D less (control: SA without LayerNorm, paired by size and seed)"
+    )
+    paper = "trains without LayerNorm; SA's heads held in check by LayerNorm (no number given)"
+    rows.append(Claim("S-D", claim, paper, ours, verdict, unit=TRAINED))
     return rows
 
 
@@ -275,49 +326,6 @@ def _rank_units(column: str, values: pd.Series) -> pd.Series:
 
 #: The SA variant whose model-space routing part R is the control of each S-D variant's cascade claims.
 CASCADE_CONTROL = {"sd": "sa", "sd-noln": "sa-noln", "sd-shared": "sa"}
-
-Unit = tuple[str, int]  # a trained model: (size, seed)
-
-
-@dataclass(frozen=True)
-class CascadeParts:
-    """One variant's cascade in rank units, one value per trained model (size, seed): layer 0, the middle
-    layers' mean (sizes with middle layers), the last layer, and the last layer's margin over the larger of
-    layer 0 and the middle layers."""
-
-    first: dict[Unit, float]
-    middle: dict[Unit, float]
-    last: dict[Unit, float]
-    margin: dict[Unit, float]
-
-
-def cascade_parts(sub: pd.DataFrame, sizes: Sequence[str]) -> CascadeParts:
-    """:class:`CascadeParts` of one variant's cascade rows (``size``, ``seed``, ``layer``, ``value`` in rank
-    units), sizes in the order given."""
-    first: dict[Unit, float] = {}
-    middle: dict[Unit, float] = {}
-    last: dict[Unit, float] = {}
-    margin: dict[Unit, float] = {}
-    for size in sizes:
-        by_seed = sub[sub["size"] == size].pivot_table(index="seed", columns="layer", values="value")
-        for seed, row in by_seed.iterrows():
-            unit = (size, int(seed))
-            values = row.tolist()
-            first[unit], last[unit] = values[0], values[-1]
-            ref = values[0]
-            if len(values) > 2:
-                middle[unit] = float(np.mean(values[1:-1]))
-                ref = max(ref, middle[unit])
-            margin[unit] = values[-1] - ref
-    return CascadeParts(first, middle, last, margin)
-
-
-def _grouped(values: Mapping[Unit, float]) -> dict[str, list[float]]:
-    """Values by (size, seed) grouped by size (the seeds' values of each size), in the mapping's order."""
-    out: dict[str, list[float]] = {}
-    for (size, _), value in values.items():
-        out.setdefault(size, []).append(value)
-    return out
 
 
 def _claims_cascade(cascade: pd.DataFrame, baseline: pd.DataFrame, order: Sequence[str]) -> list[Claim]:
@@ -333,9 +341,8 @@ def _claims_cascade(cascade: pd.DataFrame, baseline: pd.DataFrame, order: Sequen
             ctl = cascade[cascade["variant"] == control]
             sa = cascade_parts(ctl.assign(value=_rank_units(column, ctl[column])), sizes)
             rand = baseline[baseline["variant"] == variant].set_index("size")[column]
-            rand_text = ", ".join(
-                f"{s} {rank_equivalent(measure, rand[s]):.2f}" for s in sizes if s in rand.index
-            )
+            random_units = {s: rank_equivalent(measure, rand[s]) for s in sizes if s in rand.index}
+            rand_text = ", ".join(f"{s} {v:.2f}" for s, v in random_units.items())
             label = f"{LABELS[variant]}, {measure}"
             unit = " (as 2 / share)" if measure == "top-plane share" else ""
             vs = f"{LABELS[control]}'s routing part R"
@@ -347,8 +354,8 @@ def _claims_cascade(cascade: pd.DataFrame, baseline: pd.DataFrame, order: Sequen
                     "layer 0 effective rank 2, 7M-355M",
                     f"layer 0{unit}: {_means(first)}; {vs}: {_means(_grouped(sa.first))}; random S of the "
                     f"same d: {rand_text}",
-                    rules.verdict_beyond_sa(
-                        rules.verdict_one_plane(first), sd.first, sa.first, "below", "one plane"
+                    rules.verdict_band_beyond_sa(
+                        "sd_routing.ONE_PLANE", first, random_units, sd.first, sa.first, "one plane"
                     ),
                     unit=TRAINED,
                 ),
@@ -358,11 +365,12 @@ def _claims_cascade(cascade: pd.DataFrame, baseline: pd.DataFrame, order: Sequen
                     "effective rank 2-3",
                     f"middle layers{unit}: {_means(middle) or 'no size has middle layers'}; {vs}: "
                     f"{_means(_grouped(sa.middle)) or '-'}",
-                    rules.verdict_beyond_sa(
-                        rules.verdict_few_dimensions(middle),
+                    rules.verdict_band_beyond_sa(
+                        "sd_routing.FEW_DIMENSIONS",
+                        middle,
+                        random_units,
                         sd.middle,
                         sa.middle,
-                        "below",
                         "routing in 2-3 dimensions",
                     ),
                     unit=TRAINED,
@@ -520,7 +528,10 @@ def _claims_linear(linear: pd.DataFrame, probe: str, n: int) -> list[Claim]:
     return claims
 
 
-def _claims_realloc(realloc: pd.DataFrame) -> list[Claim]:
+def _claims_realloc(realloc: pd.DataFrame, floor: int, base: int) -> list[Claim]:
+    """The reallocation per variant: the saving and cost, and the measured allocation against each control of
+    the same total head dims; the controls are not testable where the measured dims sit mostly at the clamp
+    [``floor``, ``base``] (:func:`rules.held_at_bounds`: nothing is left to reallocate)."""
     if realloc.empty:
         return []
     claims = []
@@ -531,14 +542,17 @@ def _claims_realloc(realloc: pd.DataFrame) -> list[Claim]:
             continue
         saved, cost = sub["attn params saved %"].mean(), sub["ppl change %"].mean()
         measured = sub.set_index("seed")["ppl change %"].to_dict()
+        dims = sub["head dims"].iloc[0]
+        held = rules.held_at_bounds([int(d) for d in dims.split()], floor, base) if floor and base else ""
         controls, text = {}, []
         for name in REALLOC_CONTROLS:
             ctl = rows[rows["model"] == name]
-            dims = ctl["head dims"].iloc[0] if len(ctl) else "-"
-            same = len(ctl) > 0 and dims == sub["head dims"].iloc[0]
+            ctl_dims = ctl["head dims"].iloc[0] if len(ctl) else "-"
+            same = len(ctl) > 0 and ctl_dims == dims
             by_seed = ctl.set_index("seed")["ppl change %"].to_dict()
-            controls[f"vs {name}"] = rules.verdict_allocation_control(measured, by_seed, same)
-            text.append(f"{name} ({dims}) PPL {signed(ctl['ppl change %'].mean(), 1) if len(ctl) else '-'} %")
+            controls[f"vs {name}"] = rules.verdict_allocation_control(measured, by_seed, same, held)
+            change = signed(ctl["ppl change %"].mean(), 1) if len(ctl) else "-"
+            text.append(f"{name} ({ctl_dims}) PPL {change} %")
         claims.append(
             Claim(
                 "reallocation",
@@ -546,7 +560,7 @@ def _claims_realloc(realloc: pd.DataFrame) -> list[Claim]:
                 f"cost, at least as good (within {ALLOCATION_MARGIN_PCT:g} % PPL) as the same total head "
                 f"dims spread evenly or shuffled across layers ({LABELS[variant]})",
                 "47-65 % fewer attention parameters for +3.9 % to +8.4 % PPL",
-                f"head dims {sub['head dims'].iloc[0]}: {saved:.0f} % fewer attention parameters, "
+                f"head dims {dims} (clamped to {floor}-{base}): {saved:.0f} % fewer attention parameters, "
                 f"PPL {signed(cost, 1)} % (seed mean); controls: {'; '.join(text)}",
                 rules.verdict_reallocation(
                     sub["attn params saved %"].tolist(), sub["ppl change %"].tolist(), controls
@@ -557,20 +571,26 @@ def _claims_realloc(realloc: pd.DataFrame) -> list[Claim]:
     return claims
 
 
-def _mean(values: Sequence[float]) -> float:
-    return float(pd.Series([float(v) for v in values], dtype=float).mean())
-
-
-def _by_size(series: pd.Series) -> dict[str, list[float]]:
-    """The values of a Series indexed by (size, seed), grouped by size."""
-    return {size: group.tolist() for size, group in series.groupby(level=0, sort=False)}
-
-
-def _means(values_by_size: Mapping[str, Sequence[float]]) -> str:
-    """``size mean [low, high]`` over seeds for each size."""
-    parts = []
-    for size, values in values_by_size.items():
-        e = estimate(list(values))
-        interval = f" [{fixed(e.low, 2)}, {fixed(e.high, 2)}]" if math.isfinite(e.low) else ""
-        parts.append(f"{size} {fixed(e.mean, 2)}{interval}")
-    return ", ".join(parts)
+def _claims_allocation_shape(cascade: pd.DataFrame, order: Sequence[str]) -> list[Claim]:
+    """The measured allocation's shape over depth (the paper's "e.g. 8 early, 64 late"), per reallocated
+    variant, from the routing dimensions of every trained model's layers (all sizes; the probe size's are
+    the allocation), against SA's routing part under the same measure (:func:`rules.verdict_beyond_sa`,
+    paired by size and seed; unit: trained model)."""
+    if "routing_dims" not in cascade:
+        return []
+    claims, kept = [], cascade[cascade["routing_dims"].notna()]
+    for variant in [v for v in REALLOCATED if v in set(cascade["variant"])]:
+        control = CASCADE_CONTROL[variant]
+        sd, sa = (in_order(depth_margins(kept[kept["variant"] == v]), order) for v in (variant, control))
+        ours = (
+            f"routing dimensions (90 % of the energy), late half minus early half: "
+            f"{_means(_grouped(sd))}; {LABELS[control]}'s routing part R: {_means(_grouped(sa)) or '-'}"
+        )
+        grows = rules.verdict_grows_with_depth(list(sd.values()))
+        claims.append(Claim(
+            "reallocation", "the measured allocation grows with depth: late layers' routing holds its energy "
+            f"in more dimensions than early layers', more so than SA's routing part ({LABELS[variant]})",
+            "e.g. 8 early, 64 late", ours,
+            rules.verdict_beyond_sa(grows, sd, sa, "above", "the growth with depth"), unit=TRAINED,
+        ))  # fmt: skip
+    return claims

@@ -31,21 +31,20 @@ from attnlab.papers.sd_routing.presets import (
     PRESETS,
     PROBE_VARIANTS,
     REALLOC_CONTROLS,
+    REALLOCATED,
     ROUTING_ENERGY_SHARE,
     SD_VARIANTS,
     VARIANTS,
     Preset,
     shards_command,
 )
+from attnlab.papers.sd_routing.pretrained import NULL_DRAWS, POOL_DRAWS, SMOKE_POOL, analyse, resampled_null
 from attnlab.papers.sd_routing.routing import (
     MEASURE_COLUMNS,
     head_dims_from_dims,
-    hf_qk,
     linearised,
-    load_pretrained,
     model_heads,
     override_forms,
-    pretrained_fingerprint,
     random_heads,
     random_routing,
     sa_truncated_forms,
@@ -57,7 +56,7 @@ from attnlab.papers.sd_routing.routing import (
 from attnlab.runner.params import check_count, check_device, check_scale, check_seeds, check_subset
 from attnlab.runner.plan import PlannedRun
 from attnlab.tools.benchmark import block_costs
-from attnlab.training.cache import RunSpec, cached_result, check_corpus, corpus_parameter, corpus_tokens
+from attnlab.training.cache import RunSpec, check_corpus, corpus_parameter, corpus_tokens
 from attnlab.training.launch import launch, micro_rows
 from attnlab.training.trainer import TrainResult, evaluate, validation_windows
 
@@ -67,9 +66,6 @@ if TYPE_CHECKING:  # claims are judged after computing: imported where used, out
 
 PAPER = "sd_routing"
 
-#: The variants whose head dims are reallocated and retrained.
-REALLOCATED = ("sd", "sd-shared")
-
 #: The S-D interaction (A, delta) starts at O(1), the projections at O(0.02); Adam moves both by about the
 #: learning rate per step, so the interaction group gets this multiple of the learning rate (our choice).
 INTERACTION_LR_SCALE = 10.0
@@ -78,12 +74,6 @@ Runs = dict[tuple[str, str, int], TrainResult]
 
 #: Random antisymmetric matrices drawn for the cascade's baseline at each head dim.
 RANDOM_SAMPLES = 256
-#: Draws of Gaussian weights of each pretrained model's shapes, the null its claims are ranked against (a
-#: Monte Carlo test at 2.5% needs 79; ``attnlab.runner.verdicts.rank_rule``; smoke scale judges nothing), and
-#: the per-head statistics kept of each draw.
-RANDOM_DRAWS, SMOKE_DRAWS = 99, 3
-DRAW_COLUMNS = ("draw", "layer", "head", "filtering_energy", "routing_rank", "filtering_rank",
-                "routing_stable_rank", "filtering_stable_rank", "n_unstable")  # fmt: skip
 
 
 def _count(model: GPTConfig, attention_only: bool = False, non_embedding: bool = True) -> int:
@@ -234,43 +224,37 @@ class SDExperiment(PaperExperiment):
     # Pretrained analysis ------------------------------------------------------------------------------
 
     def _pretrained(self, name: str, say: bool = True) -> dict:
-        """A pretrained model's heads (``heads``), Gaussian weights of the same shapes (``random``, seed 0),
-        ``DRAW_COLUMNS`` of ``RANDOM_DRAWS`` such draws (``draws``, seeds 0, 1, ...: the pretrained claims'
-        null), and the model's parameter count (embeddings included, tied weights once)."""
-        draws = SMOKE_DRAWS if self.scale == "smoke" else RANDOM_DRAWS
-
-        def compute() -> dict:
-            model = load_pretrained(name)
-            shapes = [(tuple(q.shape), tuple(k.shape)) for q, k in hf_qk(model)]
-            heads, parameters = model_heads(model), sum(p.numel() for p in model.parameters())
-            del model
-            random = [random_heads(shapes, seed=seed).assign(draw=seed) for seed in range(draws)]
-            return {
-                "heads": heads.to_dict(orient="list"), "parameters": parameters,
-                "random": random[0].drop(columns="draw").to_dict(orient="list"),
-                "draws": pd.concat(random, ignore_index=True)[list(DRAW_COLUMNS)].to_dict(orient="list"),
-            }  # fmt: skip
-
-        result, cached = cached_result(
-            "sd_routing_heads", {"model": name, "random": 1, "draws": draws}, compute,
-            data=pretrained_fingerprint(name),
-        )  # fmt: skip
-        if say:
-            print(f"{name}: {'loaded from the results cache' if cached else 'analysed'}")
-        return result
+        """A pretrained model's analysis (``pretrained.analyse``; the null's pool of ``SMOKE_POOL`` Gaussian
+        models at smoke scale, ``POOL_DRAWS`` otherwise), from the results cache when it holds it."""
+        return analyse(name, SMOKE_POOL if self.scale == "smoke" else POOL_DRAWS, say)
 
     def random_draws(self) -> pd.DataFrame:
-        """The per-head statistics of every draw of Gaussian weights of each pretrained model's shapes, with
-        its ``model``: the null its claims are ranked against (computed with :meth:`head_analysis`)."""
-        frames = [pd.DataFrame(self._pretrained(m, say=False)["draws"]).assign(model=m) for m in self.models]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*DRAW_COLUMNS])
+        """The pretrained claims' null, per model: ``NULL_DRAWS`` model-level statistics of Gaussian weights
+        of its shapes (``pretrained.NULL_COLUMNS``: mean filtering energy, shares of heads with each
+        property), resampled from the key groups of its pool of Gaussian models (computed with
+        :meth:`head_analysis`)."""
+        frames = [
+            resampled_null(pd.DataFrame(self._pretrained(m, say=False)["pool"]), NULL_DRAWS).assign(model=m)
+            for m in self.models
+        ]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["model", "draw"])
+
+    def pretrained_offsets(self) -> pd.DataFrame:
+        """Every RoPE head's statistics at the offsets other than 0 (``pretrained.OFFSETS``), with its
+        ``model`` and ``offset`` (computed with :meth:`head_analysis`; none for position-free models)."""
+        frames = [
+            pd.DataFrame(self._pretrained(m, say=False)["offsets"]).assign(model=m) for m in self.models
+        ]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["model", "offset"])
+
+    offset_table = staticmethod(tables.offset_table)
 
     def head_analysis(self, runs: Runs) -> pd.DataFrame:
-        """Every head's routing/filtering statistics (``attnlab.papers.sd_routing.routing.form_stats``) of the
-        pretrained models and of this run's trained models (model-space forms; an S-D head's is Wq^T L Wk),
-        each beside its random baseline (``weights`` "random init"): Gaussian weights of the same shapes for a
-        pretrained model (seed 0; with its ``parameters``), a trained model's own initialisation (same config,
-        same seed) for ours."""
+        """Every head's routing/filtering statistics (``attnlab.papers.sd_routing.routing.form_stats``) of
+        the pretrained models (as each computes them, at offset 0: gains folded in) and of this run's trained
+        models (model-space forms; an S-D head's is Wq^T L Wk), each beside its random baseline (``weights``
+        "random init"): Gaussian weights of the same shapes for a pretrained model (seed 0; with its
+        ``parameters``), a trained model's own initialisation (same config, same seed) for ours."""
         frames = []
         for name in self.models:
             result = self._pretrained(name)
@@ -302,8 +286,9 @@ class SDExperiment(PaperExperiment):
         rows = []
         for (size, variant, seed), run in runs.items():
             sd = variant in SD_VARIANTS
-            heads = sd_heads(run.model, ROUTING_ENERGY_SHARE) if sd else model_heads(run.model)
-            per_layer = heads.groupby("layer")[[*MEASURE_COLUMNS, *(["routing_dims"] if sd else [])]].mean()
+            share = ROUTING_ENERGY_SHARE
+            heads = sd_heads(run.model, share) if sd else model_heads(run.model, share)
+            per_layer = heads.groupby("layer")[[*MEASURE_COLUMNS, "routing_dims"]].mean()
             n = run.model.cfg.n_layer
             for layer, values in per_layer.iterrows():
                 rows.append({
@@ -533,18 +518,22 @@ class SDExperiment(PaperExperiment):
     def claims(self, evidence: sd_claims.Evidence) -> list[Claim]:
         """Every claim of docs/papers/sd-routing.md (:func:`attnlab.papers.sd_routing.claims.claims`) from
         this run's measurements, passed by name (``Evidence``) and completed with the run's settings, each S-D
-        model's largest real part of L's eigenvalues, the diverged runs and (unless given) the draws."""
+        model's largest real part of L's eigenvalues, the diverged runs and (unless given) the random-weight
+        draws and the RoPE offsets."""
         from attnlab.papers.sd_routing import claims as sd_claims  # judged after computing
 
         if not isinstance(evidence, sd_claims.Evidence):
             raise TypeError(f"claims() takes one sd_routing.claims.Evidence; got {type(evidence).__name__}")
         runs, sd = evidence.runs, SD_VARIANTS
         largest = tuple(float(sd_heads(r.model)["max_real"].max()) for k, r in runs.items() if k[1] in sd)
+        probe = self.preset.sizes[self.probe].model
+        assert isinstance(probe.head_dim, int)  # the preset's sizes: one head dim for every layer
         return sd_claims.claims(replace(
             evidence, scale=self.scale, sizes=self.sizes, models=self.models, probe=self.probe,
-            probe_layers=self.preset.sizes[self.probe].model.n_layer, sd_max_real=largest,
-            diverged=tuple(self.diverged(dict(runs))),
+            probe_layers=probe.n_layer, min_head_dim=self.preset.min_head_dim, head_dim=probe.head_dim,
+            sd_max_real=largest, diverged=tuple(self.diverged(dict(runs))),
             draws=self.random_draws() if evidence.draws is None else evidence.draws,
+            offsets=self.pretrained_offsets() if evidence.offsets is None else evidence.offsets,
         ))  # fmt: skip
 
 

@@ -30,6 +30,8 @@ LABELS = {
 SD_VARIANTS = ("sd", "sd-noln", "sd-shared")
 #: The variants of the linearisation and reallocation probes.
 PROBE_VARIANTS = ("sa", "sd", "sd-shared")
+#: The variants whose head dims are reallocated and retrained.
+REALLOCATED = ("sd", "sd-shared")
 #: The reallocation's controls, retrained with the same seeds: the same total head dims spread evenly
 #: (``same_total_uniform``) and the measured dims shuffled across layers (``shuffled_dims``).
 REALLOC_CONTROLS = ("same total, uniform", "same total, shuffled")
@@ -98,7 +100,9 @@ class Preset:
     sizes: dict[str, Size]  # the spectral cascade and the scale trend
     probe: str  # the size of the linearisation and reallocation experiments
     retrain_linear: tuple[int, ...]  # leading linear layers of the retrained models
-    min_head_dim: int  # reallocation's smallest head dim
+    min_head_dim: int  # reallocation's smallest head dim (cpu: 2, one rotation plane, so that the measured
+    # dims are not held at the floor: at 4 three of the four layers sat there and the controls differed
+    # from the measured allocation only in where one plane went)
     seeds: tuple[int, ...]
     eval_windows: int  # validation windows of every perplexity
     models: tuple[str, ...]  # pretrained models analysed
@@ -148,7 +152,7 @@ PRESETS: dict[str, Preset] = {
             "2L-32d": Size(_gpt(2, 32, 2, 16, 32), _train(20, 8, 32, 3e-3, 2, eval_batches=2)),
             "3L-32d": Size(_gpt(3, 32, 2, 16, 32), _train(20, 8, 32, 3e-3, 2, eval_batches=2)),
         },
-        probe="3L-32d", retrain_linear=(1,), min_head_dim=4, seeds=(0,), eval_windows=8,
+        probe="3L-32d", retrain_linear=(1,), min_head_dim=2, seeds=(0,), eval_windows=8,
         models=("minilm",), bench=Bench(seq_lens=(32, 64), batch_size=2, repeats=2),
     ),
     # A 2-core laptop: 5 variants x 4 sizes x 3 seeds, 9 linearisation retrains and 18 reallocation retrains
@@ -162,7 +166,7 @@ PRESETS: dict[str, Preset] = {
                 ("2L-32d", 2, 32), ("3L-48d", 3, 48), ("4L-64d", 4, 64), ("5L-80d", 5, 80)
             )
         },
-        probe="4L-64d", retrain_linear=(1,), min_head_dim=4, seeds=(0, 1, 2), eval_windows=64,
+        probe="4L-64d", retrain_linear=(1,), min_head_dim=2, seeds=(0, 1, 2), eval_windows=64,
         models=PRETRAINED_MODELS, bench=Bench(seq_lens=(128, 1024), batch_size=4, repeats=5),
     ),
     # One large GPU: the paper's 7M-124M shapes on OpenWebText in GPT-2 tokens (SHARDS, built once with

@@ -4,10 +4,12 @@
 A claim made of parts ("in every pretrained model", "S-D and SA order them oppositely", "the saving, the
 cost and each control") is :func:`attnlab.runner.composite.all_of` of its parts, each judged by its own rule.
 A pretrained model is a fixed set of weights: its statistic (a share of heads, a mean energy) is judged
-against many draws of Gaussian weights of the same shapes (:func:`~attnlab.runner.verdicts.rank_rule`), never
-against one draw. Every threshold comes from :mod:`attnlab.runner.thresholds` (the paper's own numbers from
-``presets``); a row judged at a threshold fixed after a table of this paper had been seen carries its verdict
-at the plain null beside it (:func:`attnlab.runner.thresholds.posthoc`). The ``claims`` module words the rows.
+against many draws of Gaussian weights of the same shapes (:func:`~attnlab.runner.verdicts.rank_rule`; the
+draws resampled from a pool of key groups, ``pretrained.resampled_null``), never against one draw. A claim of
+trained models pairs them by (size, seed). Every threshold comes from :mod:`attnlab.runner.thresholds` (the
+paper's own numbers from ``presets``); a row judged at a threshold fixed after a table of this paper had been
+seen carries its verdict at the plain null beside it (:func:`attnlab.runner.thresholds.posthoc`). The
+``claims`` module words the rows.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from attnlab.papers.sd_routing.presets import MIN_RANK, PAPER_LINEAR, PAPER_REALLOCATION
+from attnlab.papers.sd_routing.presets import PAPER_REALLOCATION
 from attnlab.runner import thresholds
 from attnlab.runner.composite import all_of
 from attnlab.runner.verdicts import (
@@ -51,9 +53,9 @@ STABLE_TOLERANCE = thresholds.value("sd_routing.STABLE_TOLERANCE")  # a real par
 MIN_SIZES = int(thresholds.value("sd_routing.MIN_SIZES"))  # a trend needs three sizes
 MIN_SIZE_RATIO = thresholds.value("sd_routing.MIN_SIZE_RATIO")  # spanning this factor in parameters
 ALLOCATION_MARGIN_PCT = thresholds.value("sd_routing.ALLOCATION_MARGIN_PCT")  # "as good as a control", % PPL
-CLOSE_PCT = PAPER_LINEAR["elu_pct"]  # "stays close to the baseline": the paper's 1.4 % (retrained ELU+1)
-ONE_PLANE = (1.5, MIN_RANK)  # the head-mean ranks (rank units) counted as one rotation plane (ours)
-FEW_DIMENSIONS = (1.5, 3.5)  # and as routing "in 2-3 dimensions" (ours: 2-3 dimensions with half a plane)
+CLOSE_PCT = thresholds.value("sd_routing.CLOSE_PCT")  # "stays close to the baseline": the paper's 1.4 %
+ONE_PLANE = thresholds.band("sd_routing.ONE_PLANE")  # head-mean ranks (rank units) counted as one plane
+FEW_DIMENSIONS = thresholds.band("sd_routing.FEW_DIMENSIONS")  # and as routing "in 2-3 dimensions"
 K = TypeVar("K", bound=Hashable)  # the name of a unit: a trained model (size, seed), a seed
 DIVERGED = "gate: S-D without LayerNorm must not diverge"  # the rule column of the divergence verdicts
 
@@ -71,21 +73,36 @@ def every_model(parts: Mapping[str, Verdict]) -> Verdict:
 # Pretrained heads (the paper's per-head analysis) -----------------------------------------------------------
 
 
-def verdict_energy_beyond_random(
-    energies: Sequence[float], random_means: Sequence[float], threshold: float = MAJORITY
-) -> Verdict:
-    """Pretrained heads: "filtering dominates the spectral budget", in one model, from its heads' filtering
-    energies ||F||_F^2 / ||W||_F^2 and the mean energy of each of many draws of Gaussian weights of the same
-    shapes. Both parts (:func:`all_of`): the heads' mean energy above ``threshold`` (:func:`mean_rule`, heads
-    the units) and beyond the random draws' means (:func:`rank_rule`: the model is no draw of Gaussian
-    weights). The share of heads above 1/2 stays out of the rule: Gaussian forms put energies around 1/2."""
-    if not energies:
-        return not_testable("no heads", n=0, null=threshold)
-    mean = float(np.mean([float(e) for e in energies]))
-    return all_of({
-        f"mean energy above {threshold:g}": mean_rule(energies, "above", threshold),
-        "beyond random weights": rank_rule(mean, random_means, "above", what="the mean filtering energy"),
-    })  # fmt: skip
+def verdict_energy_beyond_random(mean: float, random_means: Sequence[float]) -> Verdict:
+    """Pretrained heads: "filtering dominates the spectral budget", in one model, from the mean over its heads
+    of the filtering energy ||F||_F^2 / ||W||_F^2 and the same mean of many draws of Gaussian weights of the
+    same shapes: :func:`rank_rule`, the model's mean beyond all but 2.5 % of the draws' (a fixed model is no
+    sample of heads: its heads are a census, the draws its null). Gaussian forms centre on 1/2 (E tr(W^2) = 0
+    for independent Wq, Wk), so a mean beyond them lies above 1/2 by more than Gaussian weights reach; the
+    effect size (:func:`effect_size`) and the share of heads above 1/2 beside random weights' are shown in
+    the row, not judged (Gaussian forms put most heads above 1/2 too)."""
+    return rank_rule(mean, random_means, "above", what="the mean filtering energy")
+
+
+def effect_size(observed: float, draws: Sequence[float]) -> float:
+    """A fixed model's statistic in standard deviations of its null draws from their median (NaN without
+    spread): the size a rank row shows beside its verdict."""
+    xs = np.asarray(draws, float)
+    sd = float(xs.std(ddof=1)) if len(xs) > 1 else math.nan
+    return (observed - float(np.median(xs))) / sd if sd > 0 else math.nan
+
+
+def verdict_at_offsets(means: Mapping[str, float], random_means: Mapping[str, Sequence[float]]) -> Verdict:
+    """Pretrained heads of RoPE models: "filtering dominates" at every relative offset between query and key
+    (the form R(offset) the model applies), from each (model, offset)'s mean filtering energy, named
+    ``"<model> at <offset>"``, and each model's null means (``random_means`` by the same names: Gaussian
+    weights rotated are Gaussian, so one null serves every offset): :func:`every_model` of a
+    :func:`verdict_energy_beyond_random` per name; not testable without a RoPE model."""
+    if not means:
+        return not_testable("no pretrained model with rotary positions", n=0)
+    return every_model(
+        {name: verdict_energy_beyond_random(m, random_means[name]) for name, m in means.items()}
+    )
 
 
 def verdict_share_beyond_random(
@@ -138,25 +155,31 @@ def verdict_no_unstable_heads(unstable: int, heads: int) -> Verdict:
     return exact_rule(unstable, 0.5, "below", n=heads, what="the count of unstable heads")
 
 
-def verdict_trains_without_layernorm(
+def verdict_held_in_check(
     sd_gaps: Mapping[Hashable, float],
     sa_gaps: Mapping[Hashable, float],
     sd_diverged: int,
     sa_diverged: int,
 ) -> Verdict:
-    """ "S-D trains without LayerNorm (where standard attention suffers)", from the loss increase without vs
-    with LayerNorm (%) of S-D and of SA, by (size, seed), and the number of runs without LayerNorm that
-    diverged: an S-D run that diverged refutes it; only SA runs diverging confirms it. Otherwise
-    :func:`paired_rule`: SA's gap minus S-D's, paired by name, above 0."""
+    """ "S-D trains without LayerNorm", where standard attention's unstable heads are "held in check by
+    LayerNorm" (the paper's words), from each variant's degradation without LayerNorm (validation loss
+    without minus with it, nats), by (size, seed), and the number of runs without LayerNorm that diverged:
+    :func:`all_of` SA degrades without LayerNorm (:func:`mean_rule` above 0: LayerNorm has something to
+    hold in check) and S-D degrades less than SA (:func:`paired_rule`, SA's degradation minus S-D's, paired
+    by name, above 0). An S-D run that diverged refutes it; SA runs diverging where no S-D run did confirm
+    it."""
     if sd_diverged:
         return Verdict(DOES_NOT_HOLD, f"{sd_diverged} S-D run(s) without LayerNorm diverged",
                        n=len(sd_gaps), null=0.0, rule=DIVERGED)  # fmt: skip
     if sa_diverged:
         return Verdict(HOLDS, f"{sa_diverged} SA run(s) without LayerNorm diverged, no S-D run did",
                        n=len(sd_gaps), null=0.0, rule=DIVERGED)  # fmt: skip
-    if not sd_gaps and not sa_gaps:
+    if not sd_gaps or not sa_gaps:
         return not_testable("no pair of runs without LayerNorm", n=0, null=0.0)
-    return paired_rule(sa_gaps, sd_gaps, "above", 0.0)
+    return all_of({
+        "SA degrades without LayerNorm": mean_rule(list(sa_gaps.values()), "above", 0.0),
+        "S-D degrades less than SA": paired_rule(sa_gaps, sd_gaps, "above", 0.0),
+    }, main="S-D degrades less than SA")  # fmt: skip
 
 
 # Spectral cascade (the paper's cascade figure) --------------------------------------------------------------
@@ -187,6 +210,38 @@ def verdict_few_dimensions(values_by_size: Mapping[str, Sequence[float]]) -> Ver
     if not values_by_size:
         return not_testable("no size has middle layers", n=0, null=FEW_DIMENSIONS[1])
     return _band(values_by_size, *FEW_DIMENSIONS)
+
+
+def verdict_below_random(
+    values_by_size: Mapping[str, Sequence[float]], random_by_size: Mapping[str, float]
+) -> Verdict:
+    """The band claims at their plain null: every size's routing measure below that of random antisymmetric
+    matrices of its head dim (``random_by_size``, rank units; :func:`every_unit` on the differences below
+    0): low rank without a chosen band."""
+    diffs = {
+        s: [v - random_by_size[s] for v in vs] for s, vs in values_by_size.items() if s in random_by_size
+    }
+    if not diffs:
+        return not_testable("no size with a random baseline", n=0, null=0.0)
+    return every_unit(diffs, "below", 0.0)
+
+
+def verdict_band_beyond_sa(
+    key: str,
+    values_by_size: Mapping[str, Sequence[float]],
+    random_by_size: Mapping[str, float],
+    sd: Mapping[K, float],
+    sa: Mapping[K, float],
+    what: str,
+) -> Verdict:
+    """A cascade band claim (``key``: ``"sd_routing.ONE_PLANE"``, :func:`verdict_one_plane`, or
+    ``"sd_routing.FEW_DIMENSIONS"``, :func:`verdict_few_dimensions`) judged against SA's routing part
+    (:func:`verdict_beyond_sa`, below it); the band was fixed after a table had been seen, so the row also
+    gives the verdict at the plain null (:func:`verdict_below_random` in place of the band)."""
+    band = verdict_one_plane if key == "sd_routing.ONE_PLANE" else verdict_few_dimensions
+    at_band = verdict_beyond_sa(band(values_by_size), sd, sa, "below", what)
+    plain = verdict_beyond_sa(verdict_below_random(values_by_size, random_by_size), sd, sa, "below", what)
+    return thresholds.posthoc(key, at_band, plain)
 
 
 def verdict_last_layers_expand(margins: Sequence[float]) -> Verdict:
@@ -330,15 +385,30 @@ def verdict_retrained_linear(changes: Sequence[float]) -> Verdict:
 # Reallocation -----------------------------------------------------------------------------------------------
 
 
+def held_at_bounds(dims: Sequence[int], floor: int, base: int) -> str:
+    """Why a measured allocation of head ``dims`` leaves nothing to compare with a control of the same total,
+    or "" when it does: when at least half of its layers sit at the smallest head dim ``floor`` or at the
+    uniform one ``base`` (the rule's clamp), the allocation is mostly the clamp's, not the measurement's, and
+    a control can only move the few planes left (the cpu run's 6 4 4 4 at a floor of 4 moved one plane)."""
+    held = sum(1 for d in dims if d <= floor or d >= base)
+    if not dims or 2 * held < len(dims):
+        return ""
+    return (f"{held} of {len(dims)} measured head dims sit at the clamp (floor {floor}, uniform {base}): "
+            "the controls can only move the planes left")  # fmt: skip
+
+
 def verdict_allocation_control(
-    measured: Mapping[Hashable, float], control: Mapping[Hashable, float], same_dims: bool
+    measured: Mapping[Hashable, float], control: Mapping[Hashable, float], same_dims: bool, held: str = ""
 ) -> Verdict:
     """Reallocation's control (a reviewer's): "the measured allocation is at least as good as a control with
     the same total head dims" (spread evenly, or the measured dims shuffled across layers), from the PPL
     change (%) of each retrained model by seed: :func:`paired_rule`, measured minus control paired by seed
     (seeds where both finished), below ``ALLOCATION_MARGIN_PCT`` (non-inferiority; fixed after a table had
-    been seen, so the verdict below 0 is given beside it). Not testable when the control's head dims equal
-    the measured ones (no allocation to compare) or no pair finished."""
+    been seen, so the verdict below 0 is given beside it). Not testable when the measured dims sit mostly at
+    the clamp (``held``, :func:`held_at_bounds`'s reason), when the control's head dims equal the measured
+    ones (no allocation to compare) or no pair finished."""
+    if held:
+        return not_testable(held, n=len(measured), null=ALLOCATION_MARGIN_PCT, rule=PAIRED)
     if same_dims:
         why = "the control's head dims equal the measured ones: no allocation to compare"
         return not_testable(why, n=len(measured), null=ALLOCATION_MARGIN_PCT, rule=PAIRED)
@@ -369,3 +439,13 @@ def verdict_reallocation(
     saving = exact_rule(saved_mean, PAPER_REALLOCATION["params_saved_pct"][0], "above", n=len(saved),
                         what="the attention parameters saved (%)")  # fmt: skip
     return all_of({"cost": mean_rule(cost, "below", bound), "saving": saving, **(controls or {})})
+
+
+def verdict_grows_with_depth(margins: Sequence[float]) -> Verdict:
+    """Reallocation's pattern (the paper: "e.g. 8 early, 64 late"): "the measured allocation grows with
+    depth", from each trained model's (size, seed) routing dimensions (``energy_dims``, head means) of its
+    late layers minus its early layers (the last and first halves): :func:`mean_rule` above 0; judged
+    against SA's routing part with :func:`verdict_beyond_sa`."""
+    if not margins:
+        return not_testable("no S-D model with two layers finished", n=0, null=0.0)
+    return mean_rule(margins, "above", 0.0)
