@@ -82,7 +82,8 @@ def test_order_rule_permutes_layers() -> None:
     layers = np.arange(12.0)
     assert v.order_rule(layers, layers, "above").word == v.HOLDS
     assert v.order_rule(layers, -layers, "above").word == v.DOES_NOT_HOLD
-    assert v.order_rule(layers[:3], layers[:3], "above").word == v.NOT_TESTABLE
+    assert v.order_rule(layers[:4], layers[:4], "above").word == v.NOT_TESTABLE  # 24 orders: p >= 1/24
+    assert v.order_rule(layers[:5], layers[:5], "above").word == v.HOLDS  # 120 orders reach 2.5%
     assert v.order_rule(layers, np.ones(12), "above").word == v.NOT_TESTABLE
     zigzag = np.array([0, 1] * 6, float)  # no trend: a slope of ~0 that a window-level test would call real
     assert v.order_rule(layers, zigzag, "above").word == v.INCONCLUSIVE

@@ -500,13 +500,13 @@ def order_rule(x: Values, y: Values, side: Side, *, permutations: int = 9999, se
     ``permutations`` seeded random reorderings of the layers (the null: no relation between depth and y).
     The layers are the units, never the windows behind each value. holds: the slope lies beyond all but 2.5%
     of the permuted slopes on the claimed side; does not hold: as far on the other side; not testable with
-    fewer than 4 layers (4! = 24 orders cannot reach 2.5%) or a constant y. Interval: the permuted slopes'
+    fewer than 5 layers (4! = 24 orders cannot reach 2.5%) or a constant y. Interval: the permuted slopes'
     central 95%; ``detectable``: its half-width on the claimed side."""
     xs, ys = np.asarray(x, float), np.asarray(y, float)
     if xs.shape != ys.shape:
         raise ValueError(f"order_rule(): {len(xs)} x values, {len(ys)} y values")
-    if len(xs) < 4:
-        return not_testable(f"{len(xs)} layers; a permutation trend needs 4", n=len(xs), null=0.0, rule=ORDER)
+    if len(xs) < 5:  # 4! = 24 orders: the most extreme one still has p = 1/24 > 2.5%
+        return not_testable(f"{len(xs)} layers; a permutation trend needs 5", n=len(xs), null=0.0, rule=ORDER)
     if not np.isfinite(ys).all():
         return not_testable("a value is not finite", n=len(xs), null=0.0, rule=ORDER)
     if ys.max() == ys.min():
