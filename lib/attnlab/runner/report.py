@@ -125,7 +125,7 @@ def chance_cell(frame: pd.DataFrame) -> str:
     """The overview's chance column: of the rows with a test, how many decisive words (holds, does not hold)
     chance alone would give if every claim sat at its null, and how many holds survive Benjamini-Hochberg."""
     if not calibrated(frame):
-        return UNCALIBRATED
+        return "no p-values: judged before the calibrated rules (see below)"
     tested, expected, survive = by_chance(frame)
     return f"{tested} tested: ~{expected:.1f} decisive by chance; {survive} holds with q <= {FDR:g}"
 
@@ -219,6 +219,9 @@ def write_report(scale: str) -> Path:
     if scale == "smoke":
         parts.append(f"> {SMOKE_NOTE}\n")
     parts += ["## Overview\n", "The runs with the scale's default parameters.\n", overview(scale)]
+    folders = paper_folders(scale)
+    if any(not calibrated(pd.read_csv(f / "claims.csv")) for f in folders if not incomplete(f)):
+        parts.append(f"A table with no p-values was {UNCALIBRATED}.\n")
     parts += [claims_section(folder) for folder in paper_folders(scale)]
     others = other_runs(scale)
     if others:
@@ -239,6 +242,9 @@ def readme_block(scale: str) -> str:
     root."""
     body = overview(scale, link_root=f"figures/{scale}/")
     full = f"figures/{scale}/REPORT.md"
+    folders = [f for f in paper_folders(scale) if not incomplete(f)]
+    if any(not calibrated(pd.read_csv(f / "claims.csv")) for f in folders):
+        body += f"\nA table with no p-values was {UNCALIBRATED}.\n"
     return f"{README_START}\nVerdicts at `{scale}` scale ([every claim]({full})):\n\n{body}{README_END}"
 
 
