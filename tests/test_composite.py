@@ -133,3 +133,15 @@ def test_wilson_interval_reaches_the_ends_exactly() -> None:
 
     assert binomial_interval(0, 400).low == 0.0 and binomial_interval(400, 400).high == 1.0
     assert v.above_chance(0, 400, 0.0) is not None  # no correct answer is not above a chance of 0
+
+
+def test_a_generated_block_replaces_only_its_markers(tmp_path) -> None:
+    from attnlab.runner.blocks import write_block
+
+    page = tmp_path / "page.md"
+    page.write_text("before\n<!-- a:start -->\nold\n<!-- a:end -->\nafter\n")
+    assert write_block(page, "<!-- a:start -->", "<!-- a:end -->", "new\n")
+    assert page.read_text() == "before\n<!-- a:start -->\nnew\n<!-- a:end -->\nafter\n"
+    assert not write_block(page, "<!-- a:start -->", "<!-- a:end -->", "new\n")  # unchanged
+    with pytest.raises(SystemExit, match="page.md: no block markers"):
+        write_block(page, "<!-- b:start -->", "<!-- b:end -->", "x")

@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import ast
 import functools
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from attnlab.runner.blocks import replaced, write_block
 
 #: The papers whose claims are registered, in the site's order, with the title the page prints.
 TITLES = {
@@ -459,22 +460,16 @@ def markdown() -> str:
 
 BLOCK_START = "<!-- coverage:start (python -m attnlab.papers.coverage --write docs/coverage.md) -->"
 BLOCK_END = "<!-- coverage:end -->"
-_BLOCK = re.compile(re.escape(BLOCK_START) + ".*?" + re.escape(BLOCK_END), re.DOTALL)
 
 
 def rendered(text: str) -> str:
     """``text`` (a Markdown page with the registry's markers) with its block replaced by :func:`markdown`."""
-    if not _BLOCK.search(text):
-        raise SystemExit(f"no coverage markers ({BLOCK_START} ... {BLOCK_END})")
-    return _BLOCK.sub(lambda _: f"{BLOCK_START}\n{markdown()}{BLOCK_END}", text)
+    return replaced(text, BLOCK_START, BLOCK_END, markdown())
 
 
 def write_docs(path: Path) -> bool:
     """Replace the registry block of ``path`` with :func:`markdown`; True if it changed."""
-    text = path.read_text()
-    new = rendered(text)
-    path.write_text(new)
-    return new != text
+    return write_block(path, BLOCK_START, BLOCK_END, markdown())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from attnlab.runner import verdicts as v
+from attnlab.runner.blocks import write_block
 from attnlab.runner.composite import ALL_OF, all_of
 from attnlab.runner.stats import LEVEL, t_quantile
 
@@ -260,13 +260,7 @@ def markdown(table: pd.DataFrame, simulations: int = SIMULATIONS) -> str:
 
 def write_docs(path: Path, table: pd.DataFrame) -> bool:
     """Replace the calibration block of ``path``; True if it changed."""
-    text = path.read_text()
-    pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"{path}: no calibration markers ({TABLE_START} ... {TABLE_END})")
-    new = pattern.sub(lambda _: f"{TABLE_START}\n{markdown(table)}{TABLE_END}", text)
-    path.write_text(new)
-    return new != text
+    return write_block(path, TABLE_START, TABLE_END, markdown(table))
 
 
 def main(argv: list[str] | None = None) -> None:

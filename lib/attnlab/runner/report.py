@@ -24,6 +24,7 @@ import pandas as pd
 from attnlab import paths
 from attnlab.papers.experiment import PARAMS_FILE, RUN_SEPARATOR
 from attnlab.runner import manifest
+from attnlab.runner.blocks import write_block
 from attnlab.runner.claims import COLUMNS, FDR, SMOKE_NOTE, by_chance
 from attnlab.runner.verdicts import VERDICTS
 
@@ -250,13 +251,8 @@ def readme_block(scale: str) -> str:
 
 def update_readme(readme: Path, scale: str) -> bool:
     """Replace the overview block of ``readme`` with :func:`readme_block`; True if it changed."""
-    text = readme.read_text()
-    pattern = re.compile(re.escape(README_START) + ".*?" + re.escape(README_END), re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"{readme}: no overview markers ({README_START} ... {README_END})")
-    new = pattern.sub(lambda _: readme_block(scale), text)
-    readme.write_text(new)
-    return new != text
+    body = readme_block(scale).removeprefix(f"{README_START}\n").removesuffix(README_END)
+    return write_block(readme, README_START, README_END, body)
 
 
 CHANGES_START = "<!-- changes:start -->"
@@ -329,13 +325,7 @@ def changes_markdown(scale: str, ref: str) -> str:
 
 def write_changes(path: Path, scale: str, ref: str) -> None:
     """Replace the changes block of ``path`` (``docs/verdicts.md``) with :func:`changes_markdown`."""
-    text = path.read_text()
-    pattern = re.compile(re.escape(CHANGES_START) + ".*?" + re.escape(CHANGES_END), re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"{path}: no changes markers ({CHANGES_START} ... {CHANGES_END})")
-    path.write_text(
-        pattern.sub(lambda _: f"{CHANGES_START}\n{changes_markdown(scale, ref)}{CHANGES_END}", text)
-    )
+    write_block(path, CHANGES_START, CHANGES_END, changes_markdown(scale, ref))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,11 +13,11 @@ figures/cpu/<paper>/claims.csv``; ``docs/verdicts.md`` prints the registry.
 from __future__ import annotations
 
 import argparse
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from attnlab.runner.blocks import write_block
 from attnlab.runner.verdicts import Verdict
 
 Origin = Literal["paper", "claim's words", "convention", "ours"]
@@ -413,13 +413,7 @@ BLOCK_END = "<!-- thresholds:end -->"
 
 def write_docs(path: Path) -> bool:
     """Replace the registry block of ``path`` with :func:`markdown`; True if it changed."""
-    text = path.read_text()
-    pattern = re.compile(re.escape(BLOCK_START) + ".*?" + re.escape(BLOCK_END), re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"{path}: no registry markers ({BLOCK_START} ... {BLOCK_END})")
-    new = pattern.sub(lambda _: f"{BLOCK_START}\n{markdown()}{BLOCK_END}", text)
-    path.write_text(new)
-    return new != text
+    return write_block(path, BLOCK_START, BLOCK_END, markdown())
 
 
 def main(argv: list[str] | None = None) -> None:
