@@ -145,3 +145,50 @@ def test_a_generated_block_replaces_only_its_markers(tmp_path) -> None:
     assert not write_block(page, "<!-- a:start -->", "<!-- a:end -->", "new\n")  # unchanged
     with pytest.raises(SystemExit, match="page.md: no block markers"):
         write_block(page, "<!-- b:start -->", "<!-- b:end -->", "x")
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "body", "match"),
+    [
+        ("", "<b>", "new\n", "non-empty"),  # an empty start marker once deleted everything before the block
+        ("<a>", "", "new\n", "non-empty"),
+        ("<a>", "<a>", "new\n", "the same"),
+        ("<a>", "<b>", "<b>\n", "holds a marker"),
+        ("<a>", "<b>", None, "must be text"),
+    ],
+)
+def test_a_block_with_bad_markers_or_body_is_refused_and_the_page_kept(tmp_path, start, end, body, match):
+    from attnlab.runner.blocks import write_block
+
+    page = tmp_path / "page.md"
+    page.write_text("HEAD\n<a>\nold\n<b>\nTAIL\n")
+    with pytest.raises(SystemExit, match=match):
+        write_block(page, start, end, body)
+    assert page.read_text() == "HEAD\n<a>\nold\n<b>\nTAIL\n"
+
+
+def test_a_page_with_the_block_twice_is_refused(tmp_path) -> None:
+    from attnlab.runner.blocks import write_block
+
+    page = tmp_path / "page.md"
+    page.write_text("<a>\nx\n<b>\nmid\n<a>\ny\n<b>\n")
+    with pytest.raises(SystemExit, match="2 blocks"):
+        write_block(page, "<a>", "<b>", "new\n")
+
+
+def test_an_interrupted_block_write_leaves_the_page_as_it_was(tmp_path, monkeypatch) -> None:
+    import os
+
+    from attnlab.runner.blocks import write_block
+    from attnlab.verified import WriteFailed
+
+    page = tmp_path / "page.md"
+    page.write_text("HEAD\n<a>\nold\n<b>\nTAIL\n")
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(WriteFailed, match="page.md"):
+        write_block(page, "<a>", "<b>", "new\n")
+    assert page.read_text() == "HEAD\n<a>\nold\n<b>\nTAIL\n"
