@@ -145,3 +145,27 @@ def test_wilson_interval_matches_known_values():
     assert binomial_interval(0, 20).low == 0.0 and binomial_interval(20, 20).high == 1.0
     with pytest.raises(ValueError):
         binomial_interval(3, 2)
+
+
+@pytest.mark.parametrize("side", ["Above", "up", "", None])
+def test_a_side_other_than_above_or_below_is_refused(side) -> None:
+    # any other word was read as "below": a claim of "Above" was judged the other way round
+    with pytest.raises(ValueError, match="side must be"):
+        v.mean_rule([0.3, 0.5, 0.4, 0.6], side)
+    with pytest.raises(ValueError, match="side must be"):
+        v.rank_rule(5.0, [float(i) for i in range(100)], side)
+    with pytest.raises(ValueError, match="side must be"):
+        v.exact_rule(1.0, 2.0, side, n=1)
+
+
+def test_rank_and_order_rules_refuse_odd_shapes_and_too_few_permutations() -> None:
+    import numpy as np
+
+    with pytest.raises(ValueError, match="1-D"):  # 40 x 40 draws were counted as 40
+        v.rank_rule(1e9, np.ones((40, 40)), "above")
+    with pytest.raises(ValueError, match="1-D"):
+        v.order_rule(np.ones((6, 2)), np.ones((6, 2)), "above")
+    for permutations in (0, -5, 10, 2.5):  # 0 gave a "not testable" row blaming the draws
+        with pytest.raises(ValueError, match="permutations"):
+            v.order_rule(range(6), [1, 2, 3, 5, 4, 6], "above", permutations=permutations)
+    assert v.order_rule([1] * 6, [1, 2, 3, 5, 4, 6], "above").word == v.NOT_TESTABLE

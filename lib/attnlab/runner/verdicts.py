@@ -124,8 +124,15 @@ def not_testable(why: str, **evidence: Unpack[VerdictEvidence]) -> Verdict:
     return Verdict(NOT_TESTABLE, why, **evidence)
 
 
+def _check_side(side: object) -> None:
+    """A ValueError unless ``side`` is "above" or "below" (any other word once read as "below")."""
+    if side not in ("above", "below"):
+        raise ValueError(f"side must be 'above' or 'below'; got {side!r}")
+
+
 def _toward(x: float, side: Side, null: float) -> float:
     """``x`` measured from ``null`` towards the claimed side (positive: on the claimed side)."""
+    _check_side(side)
     return (x - null) if side == "above" else (null - x)
 
 
@@ -452,7 +459,10 @@ def rank_rule(observed: float, draws: Values, side: Side, *, what: str = "the va
     interval, n = draws. Never one draw: with fewer than 79 draws the p-value cannot reach 2.5%, and the row
     is not testable. ``detectable``: the distance from the median to the null's 97.5% (or 2.5%) quantile,
     which an observation must pass."""
+    _check_side(side)
     xs = np.asarray(draws, float)
+    if xs.ndim != 1:
+        raise ValueError(f"rank_rule(): draws must be one value per draw (1-D); got shape {xs.shape}")
     if len(xs) < 79:
         return not_testable(
             f"{len(xs)} draws of the null; a 2.5% Monte Carlo test needs 79",
@@ -502,13 +512,26 @@ def order_rule(x: Values, y: Values, side: Side, *, permutations: int = 9999, se
     of the permuted slopes on the claimed side; does not hold: as far on the other side; not testable with
     fewer than 5 layers (4! = 24 orders cannot reach 2.5%) or a constant y. Interval: the permuted slopes'
     central 95%; ``detectable``: its half-width on the claimed side."""
+    _check_side(side)
+    if not isinstance(permutations, int) or permutations < 79:
+        raise ValueError(
+            f"order_rule(): permutations must be an integer >= 79 (a 2.5% test); got {permutations!r}"
+        )
     xs, ys = np.asarray(x, float), np.asarray(y, float)
+    if xs.ndim != 1 or ys.ndim != 1:
+        raise ValueError(
+            f"order_rule(): x and y must be one value per layer (1-D); got {xs.shape}, {ys.shape}"
+        )
     if xs.shape != ys.shape:
         raise ValueError(f"order_rule(): {len(xs)} x values, {len(ys)} y values")
     if len(xs) < 5:  # 4! = 24 orders: the most extreme one still has p = 1/24 > 2.5%
         return not_testable(f"{len(xs)} layers; a permutation trend needs 5", n=len(xs), null=0.0, rule=ORDER)
     if not np.isfinite(ys).all():
         return not_testable("a value is not finite", n=len(xs), null=0.0, rule=ORDER)
+    if not np.isfinite(xs).all() or xs.max() == xs.min():
+        return not_testable(
+            "the layers' x values are not finite or all equal", n=len(xs), null=0.0, rule=ORDER
+        )
     if ys.max() == ys.min():
         return not_testable(f"no spread between the {len(ys)} layers", n=len(xs), null=0.0, rule=ORDER)
     dx = xs - xs.mean()
