@@ -192,3 +192,20 @@ def test_an_interrupted_block_write_leaves_the_page_as_it_was(tmp_path, monkeypa
     with pytest.raises(WriteFailed, match="page.md"):
         write_block(page, "<a>", "<b>", "new\n")
     assert page.read_text() == "HEAD\n<a>\nold\n<b>\nTAIL\n"
+
+
+def test_posthoc_names_the_registry_for_an_unknown_key_and_refuses_non_verdicts() -> None:
+    at = v.mean_rule([1.0, 1.1, 1.2], "above")
+    with pytest.raises(KeyError, match="REGISTRY"):  # was a bare KeyError: 'nope'
+        thresholds.posthoc("xsa.nope", at, at)
+    key = next(iter(thresholds.REGISTRY))
+    with pytest.raises(TypeError, match="at_plain_null must be a Verdict"):
+        thresholds.posthoc(key, at, None)  # type: ignore[arg-type]
+
+
+def test_all_of_refuses_parts_that_are_not_verdicts() -> None:
+    at = v.mean_rule([1.0, 1.1, 1.2], "above")
+    with pytest.raises(TypeError, match="mapping"):  # were AttributeErrors
+        all_of([at, at])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"\['b'\] are not Verdicts"):
+        all_of({"a": at, "b": "holds"})  # type: ignore[dict-item]

@@ -54,8 +54,13 @@ def all_of(parts: Mapping[str, Verdict], main: str | None = None) -> Verdict:
     refuting or untestable part. p: the largest part's p (the intersection-union p-value); p_refute: k times
     the smallest part's (Bonferroni, capped at 1). ``detectable``: the shown part's effect at the power each
     part needs for the whole claim to hold 80% of the time."""
+    if not isinstance(parts, Mapping):
+        raise TypeError(f"all_of() needs a mapping of part name -> Verdict; got {type(parts).__name__}")
     if not parts:
         raise ValueError("all_of() needs at least one part")
+    wrong = [name for name, v in parts.items() if not isinstance(v, Verdict)]
+    if wrong:
+        raise TypeError(f"all_of(): parts {wrong} are not Verdicts")
     main = next(iter(parts)) if main is None else main
     if main not in parts:
         raise ValueError(f"all_of(): no part named {main!r} in {list(parts)}")

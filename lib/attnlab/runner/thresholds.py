@@ -383,7 +383,10 @@ def posthoc(key: str, at_threshold: Verdict, at_plain_null: Verdict) -> Verdict:
     :attr:`Threshold.posthoc`,
     its reason says so (with the commit) and gives the verdict at the plain null (``at_plain_null``, the same
     claim judged with no chosen threshold: 0, chance, the other condition)."""
-    t = REGISTRY[key]
+    t = _entry(key)
+    for name, verdict in (("at_threshold", at_threshold), ("at_plain_null", at_plain_null)):
+        if not isinstance(verdict, Verdict):
+            raise TypeError(f"posthoc(): {name} must be a Verdict; got {verdict!r}")
     if not t.posthoc:
         return at_threshold
     note = (
