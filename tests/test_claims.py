@@ -168,3 +168,14 @@ def test_a_damaged_run_folder_is_shown_incomplete_never_dropped_or_read(tmp_path
     assert row.startswith("| xsa | incomplete, not counted:") and why in row
     text = write_report("cpu").read_text()  # no crash, whatever is missing
     assert f"## xsa: incomplete\n\n> Not read: {why}" in text and "| **holds** |" not in text
+
+
+def test_verdict_changes_refuse_an_unknown_commit_and_an_empty_scale(tmp_path, monkeypatch):
+    # a bad reference or a scale without tables once emptied the changes block of docs/verdicts.md
+    from attnlab.runner import report
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    with pytest.raises(SystemExit, match="no such commit"):
+        report.changes_markdown("cpu", "nosuchref123")
+    with pytest.raises(SystemExit, match="nothing to compare"):
+        report.changes_markdown("cpu", "HEAD")

@@ -292,6 +292,14 @@ def changes_markdown(scale: str, ref: str) -> str:
     root = paths.repo_root()
     if root is None:
         raise SystemExit("the verdict changes need a checkout (they read the claims tables committed in git)")
+    known = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                           capture_output=True, text=True)  # fmt: skip
+    if known.returncode:
+        raise SystemExit(f"--changes-since {ref}: no such commit in {root}")
+    if not paper_folders(scale):
+        raise SystemExit(
+            f"no claims tables at scale {scale!r} under {paths.figures_dir()}: nothing to compare"
+        )
     parts = [
         f"Re-judged at `{scale}` scale; the old words are those committed at `{ref}` (the rule before this "
         "one)."
