@@ -209,3 +209,19 @@ def test_all_of_refuses_parts_that_are_not_verdicts() -> None:
         all_of([at, at])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"\['b'\] are not Verdicts"):
         all_of({"a": at, "b": "holds"})  # type: ignore[dict-item]
+
+
+def test_rules_refuse_inputs_that_cannot_be_judged() -> None:
+    with pytest.raises(ValueError, match="finite margin"):
+        v.equivalence_rule([0.1, 0.2, 0.0], math.inf)
+    with pytest.raises(ValueError, match="whole units"):
+        v.share_rule(2.5, 10, 0.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="finite bound"):
+        v.exact_rule(1.0, math.nan, "below", n=1)
+    with pytest.raises(ValueError, match="n >= 0"):
+        v.exact_rule(1.0, 2.0, "below", n=-1)
+    with pytest.raises(ValueError, match="unit"):
+        Claim("Fig. 1", "c", "p", "o", v.not_testable("x"), unit=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        bh_q(pd.Series([0.01, 1.5]))
+    assert v.share_rule(np.int64(7), 10, 0.5).n == 10  # numpy counts are whole units too

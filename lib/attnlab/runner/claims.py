@@ -46,7 +46,7 @@ class Claim:
     def __post_init__(self) -> None:
         if not isinstance(self.verdict, Verdict):
             raise ValueError(f"a claim's verdict must be a Verdict (one of {VERDICTS}); got {self.verdict!r}")
-        if self.unit and self.unit not in UNITS:
+        if not isinstance(self.unit, str) or (self.unit and self.unit not in UNITS):
             raise ValueError(f"a claim's unit must be one of {UNITS}; got {self.unit!r}")
 
     def row(self) -> dict[str, object]:
@@ -99,6 +99,8 @@ def bh_q(p: pd.Series) -> pd.Series:
     """Benjamini-Hochberg q-values of the finite p-values in ``p`` (NaN elsewhere): the smallest false
     discovery rate at which each row's claim would be among the discoveries of its table."""
     finite = p.dropna()
+    if not finite.between(0.0, 1.0).all():
+        raise ValueError(f"p-values lie in [0, 1]; got {sorted(finite[~finite.between(0.0, 1.0)])[:5]}")
     q = pd.Series(math.nan, index=p.index, dtype=float)
     m = len(finite)
     if not m:

@@ -239,8 +239,8 @@ def equivalence_rule(values: Values, margin: float, null: float = 0.0) -> Verdic
     entirely outside it; otherwise inconclusive. not testable here as for :func:`mean_rule`. ``detectable``:
     the narrowest margin the test confirms with 80% power when the true difference is exactly ``null``,
     (t_.975 + t_.90) s / sqrt(n)."""
-    if not margin > 0:
-        raise ValueError(f"an equivalence claim needs a margin > 0; got {margin}")
+    if not 0 < margin < math.inf:
+        raise ValueError(f"an equivalence claim needs a finite margin > 0; got {margin}")
     xs = [float(v) for v in values]
     if not xs:
         raise ValueError("no values to judge")
@@ -322,6 +322,8 @@ def share_rule(successes: int, n: int, threshold: float, side: Side = "above") -
     sqrt(t (1 - t) / n) at the threshold t (3 / n, the rule of three, at t = 0 or 1)."""
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"a share's threshold lies in [0, 1]; got {threshold}")
+    if not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in (successes, n)):
+        raise ValueError(f"a share counts whole units; got successes={successes!r}, n={n!r}")
     if n < 1:
         return not_testable("no units to count", n=0, null=threshold, rule=SHARE)
     est = binomial_interval(successes, n)
@@ -405,6 +407,8 @@ def exact_rule(value: float, bound: float, side: Side, *, n: int, what: str = "t
     """A deterministic quantity (an algebraic identity up to rounding, a count) against a fixed bound: holds
     when ``value`` lies on ``side`` of ``bound``, does not hold otherwise; not testable when it is not a
     number. No sampling, so no interval: use it only where reruns give the same value."""
+    if not math.isfinite(bound) or n < 0:
+        raise ValueError(f"an exact rule needs a finite bound and n >= 0; got bound={bound}, n={n}")
     if not math.isfinite(value):
         return not_testable(f"{what} is not a number", n=n, null=bound, rule=EXACT)
     holds = _toward(value, side, bound) > 0
