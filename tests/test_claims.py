@@ -179,3 +179,22 @@ def test_verdict_changes_refuse_an_unknown_commit_and_an_empty_scale(tmp_path, m
         report.changes_markdown("cpu", "nosuchref123")
     with pytest.raises(SystemExit, match="nothing to compare"):
         report.changes_markdown("cpu", "HEAD")
+
+
+def test_a_hand_edited_p_column_is_not_counted(tmp_path, monkeypatch):
+    from attnlab.runner import report
+    from attnlab.runner.claims import Claim, write_claims
+    from attnlab.runner.verdicts import mean_rule
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    folder = tmp_path / "cpu" / "xsa"
+    write_claims([Claim("Fig. 1", "c", "p", "o", mean_rule([1.0, 1.2, 0.9], "above"), unit="trained model")],
+                 folder, "XSA")  # fmt: skip
+    frame = pd.read_csv(folder / "claims.csv")
+    frame["p"] = frame["p"].astype(object)
+    frame.loc[0, "p"] = "tiny"
+    frame.to_csv(folder / "claims.csv", index=False)
+    manifest.write(folder)
+    row = report.overview("cpu").splitlines()[2]
+    assert "p column holds text" in row and "decisive by chance" not in row
+    assert "| **holds** |" in report.claims_section(folder)  # the table still reads, no crash

@@ -127,6 +127,9 @@ def chance_cell(frame: pd.DataFrame) -> str:
     chance alone would give if every claim sat at its null, and how many holds survive Benjamini-Hochberg."""
     if not calibrated(frame):
         return "no p-values: judged before the calibrated rules (see below)"
+    unreadable = [c for c in ("p", "q") if not pd.api.types.is_numeric_dtype(frame[c])]
+    if unreadable:
+        return f"not counted: its {' and '.join(unreadable)} column holds text (edited by hand?)"
     tested, expected, survive = by_chance(frame)
     return f"{tested} tested: ~{expected:.1f} decisive by chance; {survive} holds with q <= {FDR:g}"
 
@@ -153,6 +156,11 @@ def overview(scale: str, link_root: str = "", folders: list[Path] | None = None)
         link = f"{link_root}{folder.name}/claims.md"
         lines.append(f"| {folder.name} | {counts} | [{len(words)} claims]({link}) | {chance_cell(frame)} |")
     return "\n".join(lines) + "\n"
+
+
+def _number(value: object, spec: str) -> str:
+    """A number of a claims row as the report prints it; empty where it is missing."""
+    return "" if value is None or pd.isna(value) else format(float(value), spec)  # type: ignore[arg-type]
 
 
 def _cell(text: object) -> str:
@@ -196,7 +204,7 @@ def claims_section(folder: Path) -> str:
         image = figure_file(folder, str(row["figure"]))
         figure = f"[{row['figure']}]({folder.name}/{image})" if image else _cell(row["figure"])
         detectable = "" if pd.isna(row["detectable"]) else f"{row['detectable']:.3g}"
-        q = "" if pd.isna(row.get("q", float("nan"))) else f"{row['q']:.2g}"
+        q = _cell(row.get("q")) if isinstance(row.get("q"), str) else _number(row.get("q"), ".2g")
         unit = _cell(row.get("unit", ""))
         cells = [
             _cell(row["claim"]),
