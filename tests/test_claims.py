@@ -198,3 +198,11 @@ def test_a_hand_edited_p_column_is_not_counted(tmp_path, monkeypatch):
     row = report.overview("cpu").splitlines()[2]
     assert "p column holds text" in row and "decisive by chance" not in row
     assert "| **holds** |" in report.claims_section(folder)  # the table still reads, no crash
+
+
+def test_an_interval_prints_no_signed_zero():
+    from attnlab.runner.claims import interval
+    from attnlab.runner.stats import mean_interval
+
+    assert interval(mean_interval([0.0001, -0.0001, 0.0]), 3) == "0.000 [0.000, 0.000]"
+    assert interval(mean_interval([1.0, 2.0, 3.0]), 1) == "+2.0 [-0.5, +4.5]"

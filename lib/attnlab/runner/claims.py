@@ -85,14 +85,15 @@ def signed(value: float, decimals: int) -> str:
 
 
 def interval(value: Verdict | Estimate, digits: int = 4) -> str:
-    """``mean [low, high]`` (the 95% interval) of a verdict's or estimate's evidence; the mean alone where
-    there is no interval (one unit), "n/a" where there is no mean."""
+    """``mean [low, high]`` (the 95% interval) of a verdict's or estimate's evidence, each end signed but a
+    zero (never "-0.000": its sign is float noise); the mean alone where there is no interval (one unit),
+    "n/a" where there is no mean."""
     mean = value.estimate if isinstance(value, Verdict) else value.mean
     if not math.isfinite(mean):
         return "n/a"
     if not (math.isfinite(value.low) and math.isfinite(value.high)):
         return signed(mean, digits)
-    return f"{signed(mean, digits)} [{value.low:+.{digits}f}, {value.high:+.{digits}f}]"
+    return f"{signed(mean, digits)} [{signed(value.low, digits)}, {signed(value.high, digits)}]"
 
 
 def bh_q(p: pd.Series) -> pd.Series:
