@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from attnlab import realisation
 from attnlab.errors import ParameterError
 
 
@@ -84,13 +85,15 @@ def data_dir() -> Path:
 
 
 def build_dir() -> Path:
-    """Executed notebooks and the results cache (``build/``)."""
-    return _folder("ATTNLAB_BUILD", "build")
+    """Executed notebooks and the results cache (``build/``; a second floating-point realisation keeps its own
+    below it, :mod:`attnlab.realisation`)."""
+    return _folder("ATTNLAB_BUILD", "build") / realisation.folder()
 
 
 FIGURES_ENV = FOLDER_ENVS[2]
 
 
 def figures_dir() -> Path:
-    """Figures and claims tables (``figures/<scale>/<paper>/``)."""
-    return _folder(FIGURES_ENV, "figures")
+    """Figures and claims tables (``figures/<scale>/<paper>/``; a second floating-point realisation writes
+    its own below it, :mod:`attnlab.realisation`)."""
+    return _folder(FIGURES_ENV, "figures") / realisation.folder()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Union
 import numpy as np
 import torch
 
-from attnlab import fields
+from attnlab import fields, realisation
 from attnlab.errors import ConfigError
 from attnlab.model import GPT, GPTConfig
 from attnlab.runner.params import check_device
@@ -205,7 +205,7 @@ def train(
     writes checkpoints and shows progress, and every rank resumes from the same checkpoint. With ``fsdp`` the
     returned model on rank 0 is a full copy on the CPU (the other ranks get their shards). ``micro_batch``
     rows per forward pass (default, or when larger: all of a rank's rows) accumulate the gradient of a step
-    in several passes.
+    in several passes; without it, the realisation :mod:`attnlab.realisation` names decides.
     """
     if cfg.seq_len > model_cfg.block_size:
         raise ConfigError(
@@ -216,7 +216,7 @@ def train(
     ctx, dev = distributed.setup(resolve_device(device))
     rows = ctx.shard(cfg.batch_size)  # this rank's rows of every global batch
     local_rows = rows.stop - rows.start
-    micro = min(micro_batch or local_rows, local_rows)
+    micro = min(micro_batch or realisation.micro_batch(local_rows) or local_rows, local_rows)
     if local_rows % micro:
         raise ValueError(f"micro_batch={micro} does not divide the {local_rows} rows per process")
     torch.manual_seed(cfg.seed)
