@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import datetime as dt
 import importlib
 import json
 import os
@@ -32,7 +33,7 @@ from pathlib import Path
 from attnlab import paths
 from attnlab.errors import ParameterError
 from attnlab.papers import PAPERS
-from attnlab.runner import manifest
+from attnlab.runner import manifest, provenance
 from attnlab.runner.leftovers import remove_stale
 from attnlab.runner.params import SCALE_ENV, SCALES, parse_assignment, split_assignments
 from attnlab.runner.report import write_report
@@ -296,24 +297,28 @@ def main(argv: list[str] | None = None) -> int:
             which = "" if run == name else f", run {run}: not the scale's defaults"
             print(f"[{i}/{len(plan)}] {name} (scale={scale}{which}) ...", flush=True)
             source = notebooks_dir() / f"{name}.ipynb"
-            start = time.perf_counter()
+            start, started = time.perf_counter(), dt.datetime.now(dt.UTC)
             cached_before = cache_state()
-            if args.store:
-                target = paths.build_dir() / "notebooks" / "store" / f"{name}.ipynb"
-                run_staged(source, target, {}, log_output=not args.quiet)
-                strip_noise(target)
-                os.replace(target, source)
-                target = source
-            else:
-                target = paths.build_dir() / "notebooks" / scale / f"{run}.ipynb"
-                run_staged(source, target, params, log_output=not args.quiet)
-                if scale != "smoke":  # kept beside the figures, so a reader sees the executed notebook
-                    kept = paths.figures_dir() / scale / "notebooks" / f"{run}.ipynb"
-                    kept.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(target, kept)
-                    strip_noise(kept)
+            with provenance.LoadSampler() as load:  # the load it ran under, for its provenance record
+                if args.store:
+                    target = paths.build_dir() / "notebooks" / "store" / f"{name}.ipynb"
+                    run_staged(source, target, {}, log_output=not args.quiet)
+                    strip_noise(target)
+                    os.replace(target, source)
+                    target = source
+                else:
+                    target = paths.build_dir() / "notebooks" / scale / f"{run}.ipynb"
+                    run_staged(source, target, params, log_output=not args.quiet)
+                    if scale != "smoke":  # kept beside the figures, so a reader sees the executed notebook
+                        kept = paths.figures_dir() / scale / "notebooks" / f"{run}.ipynb"
+                        kept.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(target, kept)
+                        strip_noise(kept)
             walls[name] = time.perf_counter() - start
-            done = f"{walls[name] / 60:.1f} min, {cache_summary(cached_before, cache_state())}"
+            computed = cache_summary(cached_before, cache_state())
+            if not args.store:
+                provenance.write_record(scale, run, started, walls[name] / 60, load, computed)
+            done = f"{walls[name] / 60:.1f} min, {computed}"
             print(f"[{i}/{len(plan)}] {name} done in {done} -> {target}", flush=True)
     except KeyboardInterrupt:
         write_report(scale)  # the notebooks that finished are published and reported
