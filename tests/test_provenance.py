@@ -54,3 +54,24 @@ def test_a_damaged_record_is_reported_not_dropped(tmp_path, monkeypatch: pytest.
     (tmp_path / "cpu" / "provenance" / "qk_speed.json").write_text("{not json")
     text = provenance.page(("cpu",))
     assert "| qk_speed | unreadable" in text and "| xsa |" in text
+
+
+def test_a_run_without_a_record_gets_one_from_its_log_values(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    argv = [
+        "--record",
+        "qk_speed",
+        "--commit",
+        "86beff6",
+        "--started",
+        "2026-12-07T21:02",
+        "--minutes",
+        "70.5",
+    ]
+    with pytest.raises(SystemExit):  # the load it ran under is required
+        provenance.main(argv)
+    assert provenance.main([*argv, "--load", "2.1", "4.0"]) == 0
+    record = json.loads((tmp_path / "cpu" / "provenance" / "qk_speed.json").read_text())
+    assert record["commit"] == "86beff6" and record["load_mean"] == 3.05 and record["load_peak"] == 4.0

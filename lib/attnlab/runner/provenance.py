@@ -107,15 +107,22 @@ def machine() -> dict[str, object]:
 
 
 def write_record(
-    scale: str, run: str, started: dt.datetime, minutes: float, load: LoadSampler, computed: str
+    scale: str,
+    run: str,
+    started: dt.datetime,
+    minutes: float,
+    load: LoadSampler,
+    computed: str,
+    at: dict[str, object] | None = None,
 ) -> Path:
-    """Write the record of one published notebook run (see the module's docstring); returns its path."""
+    """Write the record of one published notebook run (see the module's docstring); returns its path. ``at``:
+    the commit it ran at (default: this checkout's, :func:`commit`)."""
     import torch
 
     record = {
         "run": run,
         "scale": scale,
-        **commit(),
+        **(at or commit()),
         "started": started.strftime("%Y-%m-%d %H:%M UTC"),
         "minutes": round(minutes, 1),
         "computed": computed,
@@ -180,7 +187,27 @@ def page(scales: tuple[str, ...] = ("cpu", "gpu", "paper")) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", type=Path, help="the page whose provenance block to rewrite")
+    record = parser.add_argument_group(
+        "a run made by a runner that wrote no record (before records existed), from its log, on this machine"
+    )
+    record.add_argument("--record", metavar="RUN", help="the run folder's name, e.g. sd_routing")
+    record.add_argument("--scale", default="cpu")
+    record.add_argument("--commit", help="the commit it ran at")
+    record.add_argument("--started", help="YYYY-MM-DDTHH:MM (UTC)")
+    record.add_argument("--minutes", type=float)
+    record.add_argument(
+        "--load", type=float, nargs="+", help="the one-minute load averages sampled while it ran"
+    )
+    record.add_argument("--computed", default="")
     args = parser.parse_args(argv)
+    if args.record:
+        if not (args.commit and args.started and args.minutes and args.load):
+            parser.error("--record needs --commit, --started, --minutes and --load")
+        load = LoadSampler()
+        load.samples = list(args.load)
+        started = dt.datetime.fromisoformat(args.started).replace(tzinfo=dt.UTC)
+        at = {"commit": args.commit, "dirty": False}
+        print(write_record(args.scale, args.record, started, args.minutes, load, args.computed, at))
     text = page()
     if args.write:
         blocks.write_block(args.write, START, END, text)
