@@ -15,6 +15,7 @@ from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 from attnlab import hf, reuse  # noqa: E402
 from attnlab.errors import ParameterError  # noqa: E402
+from attnlab.papers.sd_routing import routing  # noqa: E402
 
 
 def _tiny_llama(seed=0):
@@ -87,8 +88,8 @@ def test_capture_heads_gives_the_tensors_the_layer_computed(model, ids):
 
 
 def _naive_forward(model, ids):
-    """Per layer: the similarity bias (XSA Fig. 1), attention and contribution weight of token 0 (arXiv
-    2606.07604: c_i0 = <o_i, a_i0 v~_0> / ||o_i||^2, v~_j = W_O^h v_j), by loops over sequences, heads and
+    """Per (sequence, layer, head): the similarity bias (XSA Fig. 1), attention and contribution weight of
+    token 0 (arXiv 2606.07604: c_i0 = <o_i, a_i0 v~_0> / ||o_i||^2, v~_j = W_O^h v_j), by loops over
     positions i >= 1."""
     heads = reuse.capture_heads(model, ids)
     modules = hf.attention_modules(model)
@@ -97,9 +98,6 @@ def _naive_forward(model, ids):
         P, v = rec["pattern"].double(), rec["v"].double()
         W_O = modules[layer].o_proj.weight.detach().double()
         B, H, T, _ = P.shape
-        sums = dict.fromkeys(
-            ["cos_yv", "cos_vv", "a_ii", "uniform", "first_attention", "first_contribution"], 0.0
-        )
         for b in range(B):
             for h in range(H):
                 vh = v[b, h // 3]  # (T, d)
@@ -117,29 +115,87 @@ def _naive_forward(model, ids):
                     first_a += float(P[b, h, i, 0])
                     first_c += float(P[b, h, i, 0] * torch.dot(o, proj[0]) / torch.dot(o, o))
                 n = T - 1
-                for key, value in zip(
-                    sums,
-                    (cos_yv / n, cos_vv / pairs, a_ii / n, uniform / n, first_a / n, first_c / n),
-                    strict=True,
-                ):
-                    sums[key] += value / (B * H)
-        rows[layer] = sums
-    return rows
+                values = (cos_yv / n, cos_vv / pairs, a_ii / n, uniform / n, first_a / n, first_c / n)
+                rows[b, layer, h] = dict(zip(reuse.FORWARD_COLUMNS, values, strict=True))
+    return pd.DataFrame(
+        [{"sequence": b, "layer": layer, "head": h, **row} for (b, layer, h), row in rows.items()]
+    )
 
 
 def test_forward_measures_match_the_naive_reference(model, ids):
-    got = reuse.forward_measures(model, ids, batch_size=2)  # two batches: the mean is over every sequence
+    """Per sequence and head, per head (the mean over sequences) and per layer (then over heads); two
+    batches: the means are over every sequence."""
     naive = _naive_forward(model, ids)
-    assert list(got["layer"]) == [0, 1]
-    for _, row in got.iterrows():
-        for key, value in naive[int(row["layer"])].items():
-            assert row[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+    columns = list(reuse.FORWARD_COLUMNS)
+    per_sequence = reuse.sequence_measures(model, ids, batch_size=2)
+    assert list(per_sequence.columns) == ["sequence", "layer", "head", *columns]
+    per_head = naive.groupby(["layer", "head"])[columns].mean().reset_index()
+    per_layer = per_head.groupby("layer")[columns].mean().reset_index()
+    for got, expect in [
+        (per_sequence, naive.sort_values(["sequence", "layer", "head"], ignore_index=True)),
+        (reuse.forward_measures(model, ids, batch_size=2, per_head=True), per_head),
+        (reuse.forward_measures(model, ids, batch_size=2), per_layer),
+    ]:
+        assert list(got.columns) == list(expect.columns)
+        np.testing.assert_allclose(got.to_numpy(float), expect.to_numpy(float), rtol=1e-4, atol=1e-6)
+
+
+def _dense_routing(wq, wk):
+    """Energy share and stable rank of R = (W - W^T) / 2 of the dense D x D forms W = Wq^h^T Wk^{g(h)}."""
+    H = wq.shape[0]
+    W = wq.double().transpose(-1, -2) @ wk.double().repeat_interleave(H // wk.shape[0], 0)
+    R = (W - W.transpose(-1, -2)) / 2
+    s = torch.linalg.svdvals(R)
+    energy = R.square().sum((-2, -1)) / W.square().sum((-2, -1))
+    return energy, s.square().sum(-1) / s[:, 0].square()
+
+
+@pytest.mark.parametrize(
+    ("H", "H_kv", "d", "D", "kind"),
+    [
+        (6, 2, 4, 20, "full"), (3, 3, 8, 40, "full"), (4, 1, 8, 12, "full"),  # 2d > D: rank-deficient factors
+        (2, 2, 4, 16, "shared"),  # query rows L^T Wk: [Wq^T Wk^T] of rank d
+        (4, 2, 6, 30, "repeated"),  # query heads of rank 2, keys of rank 3
+    ],
+)  # fmt: skip
+def test_low_rank_routing_equals_the_dense_forms_and_form_stats(H, H_kv, d, D, kind):
+    """The QR route (a D x 2d QR and a 2d x 2d SVD per head) gives the dense D x D forms' numbers and
+    `form_stats`' (the S-D notebook's), with full-rank and rank-deficient factors."""
+    g = torch.Generator().manual_seed(H * 100 + D)
+    wq, wk = torch.randn(H, d, D, generator=g), torch.randn(H_kv, d, D, generator=g)
+    if kind == "shared":
+        wq = torch.randn(H, d, d, generator=g).transpose(-1, -2) @ wk
+    if kind == "repeated":
+        wq = wq[:, torch.arange(d) % 2]
+        wk = wk[:, torch.arange(d) % 3]
+    got = routing.low_rank_routing(wq, wk)
+    energy, stable = _dense_routing(wq, wk)
+    torch.testing.assert_close(got["routing_energy"], energy, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(got["routing_stable_rank"], stable, rtol=1e-9, atol=1e-12)
+    stats = routing.form_stats(wq, wk)
+    for column in got:
+        np.testing.assert_allclose(got[column].numpy(), stats[column].to_numpy(), rtol=1e-6, atol=1e-9)
+
+
+def test_low_rank_routing_of_symmetric_and_zero_forms():
+    """Query rows equal to the key rows: W = Wk^T Wk is symmetric, no routing; a zero form: both 0."""
+    wk = torch.randn(2, 4, 16, generator=torch.Generator().manual_seed(0))
+    symmetric = routing.low_rank_routing(wk.repeat_interleave(2, 0), wk)
+    assert symmetric["routing_energy"].abs().max() < 1e-12
+    zero = routing.low_rank_routing(torch.zeros(3, 4, 16), torch.zeros(3, 4, 16))
+    assert (zero["routing_energy"] == 0).all() and (zero["routing_stable_rank"] == 0).all()
 
 
 def test_weight_measures_match_the_dense_forms(model):
     """W = W_Q^h^T W_K^{g(h)} (D x D) per head from the q/k projections; routing R = (W - W^T) / 2 (arXiv
-    2605.18826): energy share ||R||^2 / ||W||^2 and stable rank of R, head means."""
+    2605.18826): energy share ||R||^2 / ||W||^2 and stable rank of R, per head and head means; the null is
+    `random_heads`' (the same draws)."""
+    per_head = reuse.weight_measures(model, per_head=True)
     got = reuse.weight_measures(model).set_index("layer")
+    assert list(per_head.columns) == ["layer", "head", *reuse.WEIGHT_COLUMNS]
+    layers = routing.hf_qk(model)
+    null = routing.random_heads([(tuple(wq.shape), tuple(wk.shape)) for wq, wk in layers], 0)
+    np.testing.assert_allclose(per_head["routing_energy_random"], null["routing_energy"], rtol=1e-9)
     for layer, module in hf.attention_modules(model).items():
         wq = module.q_proj.weight.detach().double().view(6, 8, 48)
         wk = module.k_proj.weight.detach().double().view(2, 8, 48)
@@ -150,17 +206,27 @@ def test_weight_measures_match_the_dense_forms(model):
             energies.append(float(R.square().sum() / W.square().sum()))
             s = np.linalg.svd(R.numpy(), compute_uv=False)
             ranks.append(float((s**2).sum() / s.max() ** 2))
-        assert got.loc[layer, "routing_energy"] == pytest.approx(np.mean(energies), rel=1e-5)
-        assert got.loc[layer, "routing_stable_rank"] == pytest.approx(np.mean(ranks), rel=1e-4)
+        mine = per_head[per_head["layer"] == layer]
+        np.testing.assert_allclose(mine["routing_energy"], energies, rtol=1e-6)
+        np.testing.assert_allclose(mine["routing_stable_rank"], ranks, rtol=1e-6)
+        assert got.loc[layer, "routing_energy"] == pytest.approx(np.mean(energies), rel=1e-6)
+        assert got.loc[layer, "routing_stable_rank"] == pytest.approx(np.mean(ranks), rel=1e-6)
         assert 0.3 < got.loc[layer, "routing_energy_random"] < 0.7  # Gaussian weights: about one half
     again = reuse.weight_measures(model)
     assert again.equals(reuse.weight_measures(model)) and again.equals(got.reset_index())
+    other = reuse.weight_measures(model, seed=1)
+    assert not other["routing_energy_random"].equals(again["routing_energy_random"])
 
 
-def test_measure_is_one_row_per_layer_with_every_column(model, ids):
+def test_measure_is_one_row_per_layer_or_per_head_with_every_column(model, ids):
     frame = reuse.measure(model, ids)
     assert list(frame.columns) == ["layer", *reuse.COLUMNS] and len(frame) == 2
     assert frame.notna().all().all()
+    heads = reuse.measure(model, ids, per_head=True)
+    assert list(heads.columns) == ["layer", "head", *reuse.COLUMNS] and len(heads) == 2 * 6
+    assert list(heads["head"]) == [*range(6)] * 2
+    means = heads.groupby("layer")[list(reuse.COLUMNS)].mean().reset_index()
+    pd.testing.assert_frame_equal(means, frame, rtol=1e-9)
 
 
 def test_values_transformed_after_v_proj_are_refused(model, ids):
@@ -198,19 +264,73 @@ def test_text_model_checks_its_parameters(kwargs, match, monkeypatch):
         reuse.text_model(**kwargs)
 
 
-def test_a_tokenizers_output_is_read_and_a_padded_batch_refused(model, ids):
-    """A ``BatchEncoding`` (a dict with ``input_ids``) gives the same numbers as its ids; a batch padded to
-    one length is refused, never measured with its padding counted as text (it was accepted, mask ignored)."""
+def _padded(sequences, side):
+    """The ids and attention mask of ``sequences`` padded to one length on ``side`` with token 0."""
+    T = max(len(x) for x in sequences)
+    ids, mask = (
+        torch.zeros(len(sequences), T, dtype=torch.long),
+        torch.zeros(len(sequences), T, dtype=torch.long),
+    )
+    for b, x in enumerate(sequences):
+        where = slice(0, len(x)) if side == "right" else slice(T - len(x), T)
+        ids[b, where], mask[b, where] = x, 1
+    return ids, mask
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_a_padded_batch_gives_each_sequence_its_own_numbers(model, side):
+    """Two sequences of different lengths padded to one: every measure of each (per head and layer) is the
+    one it gets alone, and the batch's means are the means of the two alone (each sequence counts once). The
+    padding was counted as text before (then refused); ignoring the mask changes the numbers (checked, so
+    that the comparison can fail)."""
+    from transformers import BatchEncoding
+
+    g = torch.Generator().manual_seed(2)
+    sequences = [torch.randint(1, 64, (n,), generator=g) for n in (12, 7)]
+    ids, mask = _padded(sequences, side)
+    columns = list(reuse.FORWARD_COLUMNS)
+    alone = pd.concat(
+        [reuse.sequence_measures(model, x[None]).assign(sequence=b) for b, x in enumerate(sequences)],
+        ignore_index=True,
+    )
+    batch = reuse.sequence_measures(model, BatchEncoding({"input_ids": ids, "attention_mask": mask}))
+    np.testing.assert_allclose(batch[columns].to_numpy(), alone[columns].to_numpy(), rtol=1e-4, atol=1e-6)
+    assert (batch[["sequence", "layer", "head"]] == alone[["sequence", "layer", "head"]]).all().all()
+    unmasked = reuse.sequence_measures(model, ids)
+    assert not np.allclose(unmasked[columns].to_numpy(), alone[columns].to_numpy(), rtol=1e-2, atol=1e-3)
+    # the same through measure(), the mask given apart, one sequence per pass
+    frame = reuse.measure(model, ids, attention_mask=mask, batch_size=1, per_head=True)
+    singles = [reuse.measure(model, x[None], per_head=True) for x in sequences]
+    expect = (singles[0][list(reuse.COLUMNS)] + singles[1][list(reuse.COLUMNS)]) / 2
+    np.testing.assert_allclose(frame[list(reuse.COLUMNS)].to_numpy(), expect.to_numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_a_tokenizers_output_is_read_and_anything_else_refused(model, ids):
+    """A `BatchEncoding` or a dict with ``input_ids`` gives the same numbers as its ids (a mask of ones is no
+    padding); anything else is a ParameterError that says what is wrong."""
     from transformers import BatchEncoding
 
     ones = torch.ones_like(ids)
-    encoded = BatchEncoding({"input_ids": ids, "attention_mask": ones})
-    pd.testing.assert_frame_equal(reuse.forward_measures(model, encoded), reuse.forward_measures(model, ids))
-    padded = ones.clone()
-    padded[0, -3:] = 0
-    with pytest.raises(ValueError, match="padded batch"):
-        reuse.measure(model, {"input_ids": ids, "attention_mask": padded})
-    with pytest.raises(TypeError, match="return_tensors='pt'"):
-        reuse.forward_measures(model, {"input_ids": ids.tolist()})
-    with pytest.raises(TypeError, match="got str"):
-        reuse.forward_measures(model, "some text")
+    expect = reuse.forward_measures(model, ids)
+    for inputs in (BatchEncoding({"input_ids": ids, "attention_mask": ones}), {"input_ids": ids}):
+        pd.testing.assert_frame_equal(reuse.forward_measures(model, inputs), expect)
+    gap = ones.clone()
+    gap[0, 4] = 0
+    short = ones.clone()
+    short[1, 1:] = 0
+    for inputs, kwargs, match in [
+        ("some text", {}, "got str"),
+        (ids.tolist(), {}, "got list"),
+        ({"input_ids": ids.tolist()}, {}, "return_tensors='pt'"),
+        ({"ids": ids}, {}, "needs input_ids"),
+        (ids.float(), {}, "integer token ids"),
+        (ids[0], {}, r"\(N, T\)"),
+        (ids[:, :1], {}, "T >= 2"),
+        ({"input_ids": ids, "attention_mask": ones}, {"attention_mask": ones}, "given twice"),
+        (ids, {"attention_mask": ones[:, :-1]}, "shape"),
+        (ids, {"attention_mask": 2 * ones}, "0/1"),
+        (ids, {"attention_mask": gap}, "gaps"),
+        (ids, {"attention_mask": short}, "two real tokens"),
+    ]:
+        with pytest.raises(ParameterError, match=match):
+            reuse.measure(model, inputs, **kwargs)

@@ -224,6 +224,30 @@ def form_stats(wq: torch.Tensor, wk: torch.Tensor, share: float | None = None) -
     })  # fmt: skip
 
 
+def low_rank_routing(wq: torch.Tensor, wk: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The ``routing_energy`` ||R||_F^2 / ||W||_F^2 and ``routing_stable_rank`` ||R||_F^2 / ||R||_2^2 of each
+    head's form W = Wq^T Wk (R = (W - W^T) / 2), query weights ``wq`` (H, d, D), key weights ``wk``
+    (H_kv, d, D): the same numbers as ``form_stats``' columns of those names (to float rounding, tested), at
+    the cost of those two alone, (H,) float64 each (both 0 for a zero form).
+
+    W has rank <= d: with the factors X = [Wq^T Wk^T] = Q T (D x 2d, a QR decomposition; T = [T_q T_k]),
+    W = Q (T_q T_k^T) Q^T, so R = Q C Q^T with C the antisymmetric part of the core T_q T_k^T (at most
+    2d x 2d), whose Frobenius norm and singular values are R's, and ||W||_F = ||T_q T_k^T||_F. A QR needs no
+    rank tolerance: rank-deficient factors (shared rows, 2d > D) give the same factorisation."""
+    d = wq.shape[-2]
+    factors = torch.cat((wq.double(), _expand_keys(wq, wk).double()), dim=1).transpose(-1, -2)  # (H, D, 2d)
+    T = torch.linalg.qr(factors, mode="r").R  # (H, min(D, 2d), 2d)
+    core = T[..., :d] @ T[..., d:].transpose(-1, -2)  # T_q T_k^T
+    R = (core - core.transpose(-1, -2)) / 2
+    s2 = torch.linalg.svdvals(R).square()  # (H, k) descending
+    energy = s2.sum(-1)
+
+    def ratio(den: torch.Tensor) -> torch.Tensor:
+        return torch.where(den > 0, energy / torch.where(den > 0, den, 1.0), 0.0)
+
+    return {"routing_energy": ratio(core.square().sum((-2, -1))), "routing_stable_rank": ratio(s2[..., 0])}
+
+
 def random_heads(shapes: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], seed: int) -> pd.DataFrame:
     """``form_stats`` of Gaussian query and key weights with the given per-layer shapes ((H, d, D), (H_kv, d,
     D)), seeded: the random baseline of a pretrained model's head statistics (every statistic here is scale
