@@ -1,10 +1,12 @@
-"""The scale view every paper draws for its pretrained-model claims: one panel per claim, each model's
-estimate with its 95 % interval, the models in order of parameter count, the marker saying the verdict, the
-null as a line. It answers "does the verdict move with size?" at a glance; the claims tables hold the rows."""
+"""The scale view every paper draws for its pretrained-model claims: one panel, a row per claim and a column
+per model in order of parameter count, each cell the verdict's marker with the estimate and its 95 %
+interval written beside it. It answers "does the verdict move with size?" at a glance. The estimates of one
+row need not share a unit (a composite claim shows the part that decided it, which can differ between
+models), so they are written, not plotted on a common axis; the claims tables hold each row's unit and
+rule."""
 
 from __future__ import annotations
 
-import math
 import textwrap
 
 import matplotlib.pyplot as plt
@@ -13,12 +15,13 @@ import pandas as pd
 
 from attnlab.runner.verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE
 
-#: (marker, face colour) per verdict word a panel plots; a not-testable row is named at the foot of its panel
-#: instead (its estimate, where there is one, may lie far off the others' scale: a saturated perplexity).
+#: (marker, face colour) per verdict word; a not-testable cell is an open circle, its estimate (where it has
+#: one, perhaps far off the others' scale: a saturated perplexity) in parentheses.
 VERDICT_MARKERS = {
     HOLDS: ("o", "#009e73"),
     DOES_NOT_HOLD: ("X", "#d55e00"),
     INCONCLUSIVE: ("s", "#999999"),
+    NOT_TESTABLE: ("o", "none"),
 }
 
 #: The columns :func:`scale_figure` reads.
@@ -30,47 +33,50 @@ def _size(parameters: float) -> str:
     return f"{parameters / 1e9:.3g}B" if parameters >= 1e9 else f"{parameters / 1e6:.3g}M"
 
 
-def scale_figure(table: pd.DataFrame, title: str, columns: int = 3) -> plt.Figure:
-    """One panel per claim of ``table`` (columns :data:`COLUMNS`, one row per (claim, model)): x the models
-    in order of parameter count, evenly spaced and labelled with their size (models a few percent apart in
-    size stay legible), y the estimate with its 95 % interval, the marker the verdict word, the dashed line
-    the null the verdict compared against; a model whose row is not testable here is named at the foot of
-    its panel, with its estimate where it has one, and not plotted."""
+def cell_text(row: pd.Series) -> str:
+    """A cell's words: the estimate with its 95 % interval and the null it was judged against (3 significant
+    digits); a not-testable row says so, with its estimate where it has one."""
+    if row["verdict"] == NOT_TESTABLE or not np.isfinite(row["estimate"]):
+        return "not testable" + (f" ({row['estimate']:.3g})" if np.isfinite(row["estimate"]) else "")
+    text = f"{row['estimate']:.3g}"
+    if np.isfinite(row["low"]) and np.isfinite(row["high"]):
+        text += f" [{row['low']:.3g}, {row['high']:.3g}]"
+    return text + (f"\nnull {row['null']:.3g}" if np.isfinite(row["null"]) else "")
+
+
+def scale_figure(table: pd.DataFrame, title: str) -> plt.Figure:
+    """The verdict grid of ``table`` (columns :data:`COLUMNS`, one row per (claim, model)): a row per claim
+    in the table's order, a column per model in order of parameter count (labelled with its size), each cell
+    the verdict's marker (:data:`VERDICT_MARKERS`) and :func:`cell_text`; a (claim, model) without a row is
+    left empty."""
     missing = [c for c in COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"scale_figure needs the columns {missing}")
     claims = list(dict.fromkeys(table["claim"]))
-    rows = math.ceil(len(claims) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.2 * rows), squeeze=False)
-    for ax, claim in zip(axes.flat, claims, strict=False):
-        sub = table[table["claim"] == claim].sort_values("parameters", kind="stable", ignore_index=True)
-        untestable = []
-        for x, r in sub.iterrows():
-            if r["verdict"] == NOT_TESTABLE or not np.isfinite(r["estimate"]):
-                estimate = f" ({r['estimate']:.3g})" if np.isfinite(r["estimate"]) else ""
-                untestable.append(f"{r['model']}{estimate}")
-                continue
-            marker, face = VERDICT_MARKERS[r["verdict"]]
-            if np.isfinite(r["low"]) and np.isfinite(r["high"]):
-                ax.plot([x, x], [r["low"], r["high"]], color="#4d4d4d", lw=1.2)
-            ax.plot(x, r["estimate"], marker=marker, ms=8, mfc=face, mec="#4d4d4d", ls="none")
-        nulls = sub["null"].dropna().unique()
-        if len(nulls) == 1:
-            ax.axhline(float(nulls[0]), color="#4d4d4d", ls="--", lw=0.8)
-        labels = [f"{m}\n{_size(p)}" for m, p in zip(sub["model"], sub["parameters"], strict=True)]
-        ax.set_xticks(range(len(sub)), labels, rotation=30, ha="right", fontsize=7)
-        ax.set_xlim(-0.5, len(sub) - 0.5)
-        if untestable:
-            note = textwrap.fill("not testable here: " + ", ".join(untestable), 60)
-            ax.text(0.02, 0.03, note, transform=ax.transAxes, fontsize=7, va="bottom")
-        ax.set_title("\n".join(textwrap.wrap(claim, 58)[:3]), fontsize=8)
-    for ax in list(axes.flat)[len(claims) :]:
-        ax.set_visible(False)
+    sizes = table.groupby("model", sort=False)["parameters"].first().sort_values(kind="stable")
+    models = list(sizes.index)
+    fig, ax = plt.subplots(figsize=(4.2 + 2.0 * len(models), 0.62 * len(claims) + 1.3))
+    for _, r in table.iterrows():
+        y, x = claims.index(r["claim"]), models.index(r["model"])
+        marker, face = VERDICT_MARKERS[r["verdict"]]
+        ax.plot(x - 0.36, y, marker=marker, ms=9, mfc=face, mec="#4d4d4d", ls="none")
+        ax.annotate(cell_text(r), (x - 0.36, y), xytext=(9, 0), textcoords="offset points", va="center",
+                    fontsize=7, linespacing=1.1)  # fmt: skip
+    ax.set_xticks(range(len(models)), [f"{m}\n{_size(p)}" for m, p in sizes.items()], fontsize=8)
+    ax.set_yticks(range(len(claims)), ["\n".join(textwrap.wrap(c, 60)[:3]) for c in claims], fontsize=7)
+    ax.set_xlim(-0.5, len(models) - 0.5)
+    ax.set_ylim(len(claims) - 0.5, -0.5)
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.grid(False)
+    for edge in np.arange(len(claims) - 1) + 0.5:
+        ax.axhline(edge, color="0.9", lw=0.8)
+    ax.set(xlabel="model (parameters), in order of size", ylabel="claim")
     for word, (marker, face) in VERDICT_MARKERS.items():
-        fig.axes[0].plot([], [], marker=marker, mfc=face, mec="#4d4d4d", ls="none", label=word)
-    heading = (f"{title}: estimate [95 % interval], models in order of size; dashed: the null; named at the "
-               "foot: not testable here (estimate)")  # fmt: skip
-    fig.suptitle(textwrap.fill(heading, int(11 * fig.get_figwidth())), y=1.0)
-    fig.legend(loc="lower center", bbox_to_anchor=(0.5, 0.0), fontsize=8, ncol=4, frameon=False)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+        ax.plot([], [], marker=marker, mfc=face, mec="#4d4d4d", ls="none", label=word)
+    fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8, ncol=4, frameon=False)
+    heading = (f"{title}: the verdict per claim and model, beside it the estimate [95 % interval] and the "
+               "null (each in the unit of its claims-table row)")  # fmt: skip
+    ax.set_title(textwrap.fill(heading, 100), fontsize=9, pad=12)
+    fig.tight_layout()
     return fig
