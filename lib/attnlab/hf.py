@@ -278,7 +278,9 @@ def checkpoint(name: str) -> Path:
     if ready():
         return final  # the source itself is not read (nor hashed) again
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    # the process id in the name: artifacts.remove_dead_temporaries, run by any other process, removes
+    # the folders of processes that are gone, and every folder whose name has none
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-{os.getpid()}-", dir=final.parent))
     try:
         if spec.format == "zip":
             _extract_folder(spec, tmp)
