@@ -90,42 +90,67 @@ def distinct_mass(frame: pd.DataFrame, key: str = "run", xlabel: str = "distinct
     return fig
 
 
+def _bin(edges: tuple[float, ...], j: int) -> str:
+    """The name of bin ``j`` of ``edges``: [lo, hi), the last closed."""
+    return f"[{edges[j]:g}, {edges[j + 1]:g}{']' if j + 2 == len(edges) else ')'}"
+
+
 def dtap_grid(hists: dict[str, np.ndarray], ncols: int = 4, xlabel: str = "distinct") -> plt.Figure:
-    """One DTAP heatmap per run (the paper's Fig. 2 view): % of test samples, mean over seeds, by attention
-    mass bin (x) and true-label-probability bin (y), the paper's bin edges; a sequential colormap (a share:
-    more is darker) with one colorbar for every panel. The seed interval of the statistic the claims judge
-    is the distinct-mass figure's (:func:`distinct_mass`), so no cell carries a spread. No runs (a skipped
-    part): :func:`no_results`."""
+    """The DTAP heatmaps (the paper's Fig. 2 view): % of test samples, mean over seeds, by attention mass bin
+    (x) and true-label-probability bin (y), the paper's bin edges; a sequential colormap (a share: more is
+    darker) with one colorbar. Probability bins without a sample in any run are not drawn (an all-zero row
+    says nothing), the title names them; where every sample of every run lies in one probability bin (the
+    task learnt: P(true label) >= 0.8), one heatmap holds every run, a row each (:func:`_dtap_rows`), else
+    one panel per run. The seed interval of the statistic the claims judge is the distinct-mass figure's
+    (:func:`distinct_mass`), so no cell carries a spread. No runs (a skipped part): :func:`no_results`."""
     names = list(hists)
     if not names:
         return no_results("no runs to show (the part was skipped)")
+    stack = np.stack([hists[name] for name in names])  # (runs, mass bins, probability bins)
+    used = np.flatnonzero(stack.sum(axis=(0, 1)) > 0)
+    lo, hi = (used.min(), used.max()) if len(used) else (0, stack.shape[2] - 1)
+    empty = [_bin(DTAP_EDGES, j) for j in range(stack.shape[2]) if not lo <= j <= hi]
+    note = f"no test sample has P(true label) in {', '.join(empty)} (not drawn)" if empty else ""
+    if lo == hi:
+        return _dtap_rows(names, stack[:, :, lo], _bin(DTAP_EDGES, lo), xlabel, note)
     nrows = math.ceil(len(names) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.0 * ncols, 3.1 * nrows), squeeze=False)
+    rows = hi - lo + 1
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(4.0 * ncols, (0.45 * rows + 0.85) * nrows + 0.4), squeeze=False
+    )
     ticks = [f"{e:.1f}" for e in DTAP_EDGES]
     for ax in axes.flat[len(names) :]:
         ax.axis("off")
-    for ax, name in zip(axes.flat, names, strict=False):
-        grid = hists[name].T[::-1]  # rows: probability bins, highest on top
+    for ax, name, hist in zip(axes.flat, names, stack, strict=False):
+        grid = hist[:, lo : hi + 1].T[::-1]  # rows: probability bins, highest on top
         labels = np.vectorize(lambda m: f"{m:.0f}")(grid)
-        sns.heatmap(
-            grid,
-            ax=ax,
-            cmap=style.SHARE_CMAP,
-            vmin=0,
-            vmax=100,
-            annot=labels,
-            fmt="",
-            cbar=False,
-            annot_kws={"fontsize": 7},
-            square=True,
-        )
+        sns.heatmap(grid, ax=ax, cmap=style.SHARE_CMAP, vmin=0, vmax=100, annot=labels, fmt="", cbar=False,
+                    annot_kws={"fontsize": 7})  # fmt: skip
         ax.set_xticks(np.arange(len(ticks)), ticks, fontsize=7)
-        ax.set_yticks(np.arange(len(ticks)), ticks[::-1], fontsize=7)
+        ax.set_yticks(np.arange(rows + 1), ticks[lo : hi + 2][::-1], fontsize=7, rotation=0)
         ax.set(title=name, xlabel=f"mass on {xlabel} tokens", ylabel="P(true label)")
         ax.title.set_fontsize(9)
+    if note:
+        fig.suptitle(note, fontsize=9)
     fig.tight_layout(rect=(0, 0, 0.92, 1))
     bar = fig.add_axes((0.935, 0.15, 0.012, 0.7), label="<colorbar>")
     fig.colorbar(ScalarMappable(Normalize(0, 100), style.SHARE_CMAP), cax=bar, label="% of test samples")
+    return fig
+
+
+def _dtap_rows(names: list[str], shares: np.ndarray, where: str, xlabel: str, note: str) -> plt.Figure:
+    """:func:`dtap_grid` where every sample lies in one probability bin (``where``): one heatmap, a row per
+    run, its % of test samples by attention mass bin (``shares``: (runs, mass bins))."""
+    fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(names) + 1.5))
+    labels = np.vectorize(lambda m: f"{m:.0f}")(shares)
+    sns.heatmap(shares, ax=ax, cmap=style.SHARE_CMAP, vmin=0, vmax=100, annot=labels, fmt="",
+                annot_kws={"fontsize": 8}, cbar_kws={"label": "% of test samples", "pad": 0.02})  # fmt: skip
+    ax.set_xticks(np.arange(len(DTAP_EDGES)), [f"{e:.1f}" for e in DTAP_EDGES], fontsize=8)
+    ax.set_yticks(np.arange(len(names)) + 0.5, names, fontsize=8, rotation=0)
+    ax.set(xlabel=f"attention mass on {xlabel} tokens", ylabel="run")
+    ax.set_title(textwrap.fill(f"DTAP, P(true label) in {where}: % of test samples per mass bin, mean over "
+                               f"seeds; {note}", 90), fontsize=9)  # fmt: skip
+    fig.tight_layout()
     return fig
 
 
@@ -212,28 +237,41 @@ def growth_laws(sims: dict, fits: pd.DataFrame) -> plt.Figure:
 
 def ratio_sweep(ratio: pd.DataFrame, still: float | None = QK_STILL) -> plt.Figure:
     """Final attention mass on distinct tokens and accuracy vs eta_QK / eta_OV (FAFO), mean over seeds with
-    its 95 % interval, one line per QK initialisation (``init``). With ``still`` (:data:`QK_STILL`; None: no
-    marks) and a ``moved`` column, a ratio at which the QK circuit did not leave its init in some seed is
-    circled in black: its attention is the init's. A mark for the reader only: the claims judge every ratio
-    (slow QK staying at its saddle is what the claim is about)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.6))
-    panels = ((left, "mass", "attention mass on distinct tokens"), (right, "accuracy", "accuracy"))
+    its 95 % interval, one line per QK initialisation (``init``), the legend under the panels. An accuracy
+    that is the same in every run (1.0: the task solved at every ratio) gets no panel, a flat line says
+    nothing; the title says so. With ``still`` (:data:`QK_STILL`; None: no marks) and a ``moved`` column, a
+    ratio at which the QK circuit did not leave its init in some seed is circled in black: its attention is
+    the init's. A mark for the reader only: the claims judge every ratio (slow QK staying at its saddle is
+    what the claim is about)."""
+    panels = [("mass", "mass on distinct tokens (share)")]
+    accuracy = ratio["accuracy"].to_numpy(dtype=float)
+    flat = np.ptp(accuracy) == 0
+    if not flat:
+        panels.append(("accuracy", "accuracy (share correct)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 3.8), squeeze=False)
+    ratios = sorted(ratio["ratio"].unique())
     flagged = None
     if still is not None and "moved" in ratio:
         by = ratio.groupby(["init", "ratio"], sort=False)
         flagged = by[["mass", "accuracy"]].mean()[by["moved"].min() <= still].reset_index()
-    for ax, y, label in panels:
+    for ax, (y, label) in zip(axes[0], panels, strict=True):
         sns.lineplot(
             data=ratio, x="ratio", y=y, hue="init", style="init", marker="o", errorbar=style.interval95, ax=ax
         )
         if flagged is not None and len(flagged):
             ax.scatter(flagged["ratio"], flagged[y], s=90, facecolors="none", edgecolors="black",
                        label="QK did not leave its init")  # fmt: skip
-        ax.set(xscale="log", xlabel="eta_QK / eta_OV", ylabel=label,
-               title=f"{label} (held-out): mean over seeds [95 % interval]")  # fmt: skip
+        ax.set(xscale="log", xlabel="eta_QK / eta_OV", ylabel=label, title=label.split(" (")[0])
+        ax.set_xticks(ratios, [f"{r:g}" for r in ratios])
+        ax.minorticks_off()
         ax.set_ylim(0, 1.02)
-        ax.legend(fontsize=8, title="FAFO init")
+        ax.title.set_fontsize(9)
+    title = "FAFO ratio sweep, held-out: mean over seeds [95 % interval]"
+    if flat:
+        title += f"; accuracy {accuracy[0]:.3g} at every ratio and seed (no panel)"
+    fig.suptitle(textwrap.fill(title, int(15 * fig.get_figwidth())), fontsize=10)
     fig.tight_layout()
+    style.legend_below(fig, ncol=3, title="FAFO init")
     return fig
 
 
