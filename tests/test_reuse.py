@@ -159,8 +159,9 @@ def _dense_routing(wq, wk):
     ],
 )  # fmt: skip
 def test_low_rank_routing_equals_the_dense_forms_and_form_stats(H, H_kv, d, D, kind):
-    """The QR route (a D x 2d QR and a 2d x 2d SVD per head) gives the dense D x D forms' numbers and
-    `form_stats`' (the S-D notebook's), with full-rank and rank-deficient factors."""
+    """The low-rank route (d x d products, a D x 2d QR and a 2d x 2d eigendecomposition per head) gives the
+    dense D x D forms' numbers and `form_stats`' (the S-D notebook's), with full-rank and rank-deficient
+    factors; the energy alone is the same number without the rest."""
     g = torch.Generator().manual_seed(H * 100 + D)
     wq, wk = torch.randn(H, d, D, generator=g), torch.randn(H_kv, d, D, generator=g)
     if kind == "shared":
@@ -172,6 +173,9 @@ def test_low_rank_routing_equals_the_dense_forms_and_form_stats(H, H_kv, d, D, k
     energy, stable = _dense_routing(wq, wk)
     torch.testing.assert_close(got["routing_energy"], energy, rtol=1e-9, atol=1e-12)
     torch.testing.assert_close(got["routing_stable_rank"], stable, rtol=1e-9, atol=1e-12)
+    energy_alone = routing.low_rank_routing(wq, wk, stable_rank=False)
+    assert list(energy_alone) == ["routing_energy"]
+    assert torch.equal(energy_alone["routing_energy"], got["routing_energy"])
     stats = routing.form_stats(wq, wk)
     for column in got:
         np.testing.assert_allclose(got[column].numpy(), stats[column].to_numpy(), rtol=1e-6, atol=1e-9)
@@ -334,3 +338,20 @@ def test_a_tokenizers_output_is_read_and_anything_else_refused(model, ids):
     ]:
         with pytest.raises(ParameterError, match=match):
             reuse.measure(model, inputs, **kwargs)
+
+
+def test_the_bench_times_each_part_of_measure(monkeypatch):
+    """``make bench``'s reuse part (section 7) on the tiny Llama in place of a pinned model: every part timed
+    by wall clock and CPU, ``measure`` the forward and weight parts together; a model without a token count
+    is refused."""
+    from attnlab.tools import bench
+
+    monkeypatch.setattr(hf, "checkpoint", lambda name: None)
+    monkeypatch.setattr(reuse, "text_model", lambda model, device: reuse.tiny_llama())
+    spent = bench.reuse_times("smollm2", 19, "cpu")
+    assert list(spent) == ["load", "forward", "weights", "measure"]
+    assert all(wall >= 0 and cpu >= 0 for wall, cpu in spent.values())
+    for k in range(2):
+        assert spent["measure"][k] == pytest.approx(spent["forward"][k] + spent["weights"][k])
+    with pytest.raises(SystemExit):
+        bench.main(["--only", "reuse", "--reuse", "smollm2"])

@@ -35,8 +35,9 @@ lengths.
 column of `COLUMNS` for that head (its mean over sequences); the layer rows are the means of a layer's heads.
 `sequence_measures` gives the forward-pass measures per (sequence, layer, head).
 
-**Cost.** A forward pass, and per head a QR of the D x 2d factors [W_Q^h W_K^h] and an SVD of a 2d x 2d
-core (W has rank <= d; `low_rank_routing`), never a D x D matrix. `make bench` (`--only reuse`) times it.
+**Cost.** A forward pass, and per head d x d products of the weights, a QR of the D x 2d factors
+[W_Q^h W_K^h] and an eigendecomposition of a 2d x 2d matrix (W has rank <= d; `low_rank_routing`), never a
+D x D matrix; the null needs the d x d products alone. `make bench` (`--only reuse`) times it.
 
 Works for the decoder families whose attention modules have `q_proj`, `k_proj`, `v_proj` and `o_proj`
 (Llama, Mistral, Qwen2, SmolLM and most others; `attnlab.hf.attention_modules`). The form is the weights'
@@ -366,6 +367,7 @@ def weight_measures(model: nn.Module, seed: int = 0, per_head: bool = False) -> 
         null = low_rank_routing(
             torch.randn(wq.shape, generator=gen, dtype=torch.float64),
             torch.randn(wk.shape, generator=gen, dtype=torch.float64),
+            stable_rank=False,
         )
         frames.append(pd.DataFrame({
             "layer": layer, "head": np.arange(len(wq)),

@@ -8,12 +8,15 @@
 6. contribution weights on pinned models, part by part, computed afresh (a temporary results cache): load,
    faithfulness curves, sinks, downstream under the interventions (``protocol_times``); Gemma-3-270M with the
    notebook's main protocol in bfloat16 (``model=gemma3-270m dtype=bfloat16``), Qwen-1.5B with the scale
-   section's reduced one.
+   section's reduced one;
+7. the reuse measures (``attnlab.reuse.measure``) on pinned models, part by part (``reuse_times``):
+   SmolLM2-135M on 19 tokens, Qwen2.5-Coder-1.5B on 256 (the issue's targets: 10 s and 2 minutes on two
+   cores).
 
 From the command line:
 
     python -m attnlab.tools.bench [--device cpu] [--quick] [--only circuits ...] [--full gemma3-270m ...]
-        [--reduced qwen2.5-coder-1.5b ...]
+        [--reduced qwen2.5-coder-1.5b ...] [--reuse smollm2:19 qwen2.5-coder-1.5b:256 ...]
 """
 
 from __future__ import annotations
@@ -34,9 +37,16 @@ from attnlab.tools.benchmark import contribution_cost
 from attnlab.tools.trainer_bench import CFG, MODEL, overhead, trainer_step_times
 from attnlab.training.trainer import resolve_device
 
-SECTIONS = ("trainer", "kinds", "contribution", "circuits", "ode", "scale")
+SECTIONS = ("trainer", "kinds", "contribution", "circuits", "ode", "scale", "reuse")
 #: Section 6's models: with the main protocol (``full``) and with the scale section's reduced one.
 FULL_MODELS, REDUCED_MODELS = ("gemma3-270m",), ("qwen2.5-coder-1.5b",)
+#: Section 7's models and token counts, as ``name:tokens``.
+REUSE_MODELS = ("smollm2:19", "qwen2.5-coder-1.5b:256")
+#: The text section 7 measures, repeated to the length wanted (the timing does not depend on the words).
+REUSE_TEXT = (
+    "The keys to the cabinet are on the table, where the children left them before they ran outside to "
+    "play in the rain. Nobody noticed until the evening, when the cabinet had to be opened again."
+)
 
 
 def kind_step_times(device: torch.device, steps: int) -> dict[str, float]:
@@ -110,6 +120,33 @@ def protocol_times(name: str, scale: str, device: str, full: bool) -> dict[str, 
     return times
 
 
+def reuse_times(name: str, tokens: int, device: str) -> dict[str, tuple[float, float]]:
+    """Seconds of each part of ``attnlab.reuse.measure`` on pinned model ``name`` over one sequence of
+    ``tokens`` tokens (``REUSE_TEXT`` repeated), each as (wall clock, this process's CPU time, all threads):
+    ``load`` (the float32 folder into memory; converted first if missing, which this does not count),
+    ``forward`` (``forward_measures``: one pass and the forward-pass measures), ``weights``
+    (``weight_measures``: every head's routing split and its Gaussian null) and ``measure``, the two together
+    (what ``measure`` costs, the model loaded). On a shared machine the wall clock also counts the other
+    jobs' turns; the CPU time does not."""
+    from attnlab import hf, reuse
+
+    hf.checkpoint(name)  # a missing folder is converted outside the timing
+    marks = [(time.perf_counter(), time.process_time())]
+    lm = reuse.text_model(model=name, device=device)
+    marks.append((time.perf_counter(), time.process_time()))
+    text = lm.encode(REUSE_TEXT)
+    ids = torch.tensor([(text * (tokens // len(text) + 1))[:tokens]])
+    reuse.forward_measures(lm.model, ids)
+    marks.append((time.perf_counter(), time.process_time()))
+    reuse.weight_measures(lm.model)
+    marks.append((time.perf_counter(), time.process_time()))
+
+    def span(i: int, j: int) -> tuple[float, float]:
+        return marks[j][0] - marks[i][0], marks[j][1] - marks[i][1]
+
+    return {"load": span(0, 1), "forward": span(1, 2), "weights": span(2, 3), "measure": span(1, 3)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab.tools.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu")
@@ -122,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reduced", nargs="*", default=None,
         help=f"section 6's models, reduced protocol (default {' '.join(REDUCED_MODELS)}; --quick: smollm2)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reuse", nargs="*", default=None, metavar="NAME:TOKENS",
+        help=f"section 7's models and tokens (default {' '.join(REUSE_MODELS)}; --quick: smollm2:19)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     device = resolve_device(args.device)
@@ -178,6 +219,17 @@ def main(argv: list[str] | None = None) -> int:
             parts = ", ".join(f"{part} {seconds:.0f}" for part, seconds in times.items())
             what = "main protocol" if is_full else "scale section"
             print(f"   {name:<20} {what:<14} {parts} ({times['total'] / 60:.1f} min)", flush=True)
+
+    if "reuse" in args.only:
+        wanted = args.reuse if args.reuse is not None else (REUSE_MODELS[:1] if args.quick else REUSE_MODELS)
+        print("\n7. reuse.measure on pinned models, one sequence (seconds, wall and CPU):", flush=True)
+        for spec in wanted:
+            name, _, tokens = spec.partition(":")
+            if not tokens.isdigit():
+                parser.error(f"--reuse takes NAME:TOKENS, got {spec!r}")
+            spent = reuse_times(name, int(tokens), args.device)
+            parts = ", ".join(f"{part} {wall:.1f} (cpu {cpu:.1f})" for part, (wall, cpu) in spent.items())
+            print(f"   {name:<20} {int(tokens):>4} tokens: {parts}", flush=True)
     return 0
 
 

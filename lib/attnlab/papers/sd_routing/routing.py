@@ -224,28 +224,38 @@ def form_stats(wq: torch.Tensor, wk: torch.Tensor, share: float | None = None) -
     })  # fmt: skip
 
 
-def low_rank_routing(wq: torch.Tensor, wk: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The ``routing_energy`` ||R||_F^2 / ||W||_F^2 and ``routing_stable_rank`` ||R||_F^2 / ||R||_2^2 of each
-    head's form W = Wq^T Wk (R = (W - W^T) / 2), query weights ``wq`` (H, d, D), key weights ``wk``
-    (H_kv, d, D): the same numbers as ``form_stats``' columns of those names (to float rounding, tested), at
-    the cost of those two alone, (H,) float64 each (both 0 for a zero form).
+def low_rank_routing(wq: torch.Tensor, wk: torch.Tensor, stable_rank: bool = True) -> dict[str, torch.Tensor]:
+    """The ``routing_energy`` ||R||_F^2 / ||W||_F^2 and (with ``stable_rank``) ``routing_stable_rank``
+    ||R||_F^2 / ||R||_2^2 of each head's form W = Wq^T Wk (R = (W - W^T) / 2), query weights ``wq``
+    (H, d, D), key weights ``wk`` (H_kv, d, D): the same numbers as ``form_stats``' columns of those names
+    (to float rounding, tested), at the cost of those two alone, (H,) float64 each (0 for a zero form).
 
-    W has rank <= d: with the factors X = [Wq^T Wk^T] = Q T (D x 2d, a QR decomposition; T = [T_q T_k]),
-    W = Q (T_q T_k^T) Q^T, so R = Q C Q^T with C the antisymmetric part of the core T_q T_k^T (at most
-    2d x 2d), whose Frobenius norm and singular values are R's, and ||W||_F = ||T_q T_k^T||_F. A QR needs no
-    rank tolerance: rank-deficient factors (shared rows, 2d > D) give the same factorisation."""
-    d = wq.shape[-2]
-    factors = torch.cat((wq.double(), _expand_keys(wq, wk).double()), dim=1).transpose(-1, -2)  # (H, D, 2d)
-    T = torch.linalg.qr(factors, mode="r").R  # (H, min(D, 2d), 2d)
-    core = T[..., :d] @ T[..., d:].transpose(-1, -2)  # T_q T_k^T
-    R = (core - core.transpose(-1, -2)) / 2
-    s2 = torch.linalg.svdvals(R).square()  # (H, k) descending
-    energy = s2.sum(-1)
+    W has rank <= d, and neither needs a D x D matrix. The energies are traces of d x d products:
+    ||W||_F^2 = tr(Gq Gk) (Gq = Wq Wq^T, Gk = Wk Wk^T) and ||R||_F^2 = (||W||_F^2 - tr(W^2)) / 2 with
+    tr(W^2) = tr(C^2), C = Wk Wq^T. The largest singular value of R comes from a QR decomposition of the
+    factors, X = [Wq^T Wk^T] = Q T (D x 2d; T = [T_q T_k]): W = Q (T_q T_k^T) Q^T, so R = Q K Q^T with K the
+    antisymmetric part of the (at most) 2d x 2d core T_q T_k^T, and ||R||_2^2 is the largest eigenvalue of
+    K^T K. A QR needs no rank tolerance: rank-deficient factors (shared rows, 2d > D) factor all the same."""
+    d, H = wq.shape[-2], wq.shape[0]
+    q, k = wq.double(), _expand_keys(wq, wk).double()  # (H, d, D) each
+    keys = wk.double()
+    gk = (keys @ keys.transpose(-1, -2)).repeat_interleave(H // keys.shape[0], dim=0)  # (H, d, d)
+    cross = k @ q.transpose(-1, -2)  # (H, d, d): C
+    total = ((q @ q.transpose(-1, -2)) * gk).sum((-2, -1))  # ||W||_F^2
+    energy = (total - (cross * cross.transpose(-1, -2)).sum((-2, -1))).clamp_min(0) / 2  # ||R||_F^2
 
     def ratio(den: torch.Tensor) -> torch.Tensor:
         return torch.where(den > 0, energy / torch.where(den > 0, den, 1.0), 0.0)
 
-    return {"routing_energy": ratio(core.square().sum((-2, -1))), "routing_stable_rank": ratio(s2[..., 0])}
+    out = {"routing_energy": ratio(total)}
+    if stable_rank:
+        factors = torch.cat((q, k), dim=1).transpose(-1, -2)  # (H, D, 2d), column-major as LAPACK wants
+        T = torch.linalg.qr(factors, mode="r").R  # (H, min(D, 2d), 2d)
+        core = T[..., :d] @ T[..., d:].transpose(-1, -2)  # T_q T_k^T
+        K = (core - core.transpose(-1, -2)) / 2
+        top = torch.linalg.eigvalsh(K.transpose(-1, -2) @ K)[..., -1]  # ||R||_2^2
+        out["routing_stable_rank"] = ratio(top)
+    return out
 
 
 def random_heads(shapes: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], seed: int) -> pd.DataFrame:
