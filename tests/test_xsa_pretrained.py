@@ -169,10 +169,9 @@ def test_the_pretrained_figure_names_each_model_and_its_size_on_the_size_axis():
     )  # fmt: skip
     fig = pretrained_similarity({"big": {"parameters": 1_777_088_000, "table": table},
                                  "small": {"parameters": 134_515_008, "table": table}})  # fmt: skip
-    labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    labels = [t.get_text() for t in fig.axes[-1].get_xticklabels()]
     assert labels == ["small\n135M", "big\n1.78B"]  # smallest first, sizes as written, not 1.78e+03M
-    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "big (1.78B parameters)" in legend
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["small\n135M parameters", "big\n1.78B parameters"]
 
 
 def _sink_table(windows=8, layers=4, seed=0):

@@ -2,8 +2,8 @@
 sequential colormaps for shares (``SHARE_CMAP``), one interval for every error bar and band (``interval95``:
 the 95 % Student-t interval of the mean that the verdicts use, never a standard deviation), and
 ``save_figure`` (PNG for reading, PDF for print). ``legend_below`` puts a figure's one legend under its
-panels, off the data; ``figure_problems`` names what a paper's figure may not have: an axis without its label,
-a legend over the data."""
+panels, off the data, ``legend_beside`` one panel's legend to its right; ``figure_problems`` names what a
+paper's figure may not have: an axis without its label, a legend over the data."""
 
 from __future__ import annotations
 
@@ -102,8 +102,9 @@ def save_figure(fig: plt.Figure, folder: Path, name: str) -> Path:
 
 def legend_below(fig: plt.Figure, ncol: int | None = None, title: str | None = None) -> Legend:
     """One legend for the whole figure, under its panels and off the data: every labelled mark of every
-    panel once (the first of each label), each panel's own legend removed. Call after ``tight_layout``;
-    ``save_figure``'s tight bounding box keeps it in the file."""
+    panel once (the first of each label), each panel's own legend removed. Call it before ``tight_layout``
+    (which would make room for the panels' legends); ``save_figure``'s tight bounding box keeps it in the
+    file."""
     by_label: dict[str, Artist] = {}
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -114,6 +115,14 @@ def legend_below(fig: plt.Figure, ncol: int | None = None, title: str | None = N
         list(by_label.values()), list(by_label), loc="upper center", bbox_to_anchor=(0.5, 0.0),
         ncol=ncol or min(len(by_label), 4), fontsize=8, title=title, title_fontsize=8, frameon=False,
     )  # fmt: skip
+
+
+def legend_beside(ax: plt.Axes, **kwargs) -> Legend:
+    """``ax``'s legend to the right of its frame, off the data (``kwargs``: ``Axes.legend``'s, over these
+    defaults); ``tight_layout`` makes room for it."""
+    defaults = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "borderaxespad": 0.0, "fontsize": 7,
+                "title_fontsize": 7, "frameon": False}  # fmt: skip
+    return ax.legend(**(defaults | kwargs))
 
 
 #: A tick label that is a number: plain, signed, with a thousands separator or a percent sign, or a power as

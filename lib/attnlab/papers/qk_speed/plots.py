@@ -270,8 +270,8 @@ def ratio_sweep(ratio: pd.DataFrame, still: float | None = QK_STILL) -> plt.Figu
     if flat:
         title += f"; accuracy {accuracy[0]:.3g} at every ratio and seed (no panel)"
     fig.suptitle(textwrap.fill(title, int(15 * fig.get_figwidth())), fontsize=10)
-    fig.tight_layout()
     style.legend_below(fig, ncol=3, title="FAFO init")
+    fig.tight_layout()
     return fig
 
 

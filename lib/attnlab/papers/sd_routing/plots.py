@@ -8,7 +8,6 @@ attention kind; a variant without LayerNorm is drawn dashed (lines) or hatched (
 from __future__ import annotations
 
 import math
-import textwrap
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -16,7 +15,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from attnlab.papers.sd_routing.presets import LABELS, MIN_RANK, REALLOC_CONTROLS, SD_VARIANTS, VARIANTS
 from attnlab.papers.sd_routing.routing import MEASURE_COLUMNS, describe
-from attnlab.runner.style import color, interval95
+from attnlab.runner.style import color, interval95, legend_below, legend_beside
 
 SIZE_STYLES = ("-", "--", ":", "-.")
 
@@ -30,32 +29,50 @@ def _dashes(variant: str) -> str:
     return "-" if VARIANTS[variant][1] else "--"
 
 
+def short_name(model: str) -> str:
+    """A pretrained model's name as a figure labels it: its description up to the provenance in parentheses
+    (package, precision, base or instruct: ``describe``), which the tables carry ("SmolLM2-135M-Instruct")."""
+    return describe(model).split(" (")[0]
+
+
 def head_statistics(summary: pd.DataFrame, models: list[str]) -> plt.Figure:
-    """Pretrained heads beside Gaussian weights of the same shapes: per model, the share of heads whose
-    filtering energy is above 1/2, whose routing rank is below their filtering rank (entropy and stable
-    rank), and with an eigenvalue of W with positive real part, each model named by its description
-    (package, precision, base or instruct). ``summary``: ``SDExperiment.head_summary``."""
+    """Pretrained heads beside Gaussian weights of the same shapes: per model (:func:`short_name`), the
+    share of heads whose filtering energy is above 1/2, whose routing rank is below their filtering rank
+    (entropy and stable rank), and with an eigenvalue of W with positive real part. A share that is the same
+    for every model and both weights (every head unstable: 100 %) gets no panel, the title says it.
+    ``summary``: ``SDExperiment.head_summary``."""
     panels = (
         ("filtering dominant %", "heads with ||F||² / ||W||² > 1/2 (%)"),
         ("routing rank < filtering rank %", "heads: entropy rank R < F (%)"),
         ("routing stable rank < filtering %", "heads: stable rank R < F (%)"),
         ("unstable %", "heads with Re λ(W) > 0 (%)"),
     )
+    shares = {column: summary.loc[[(m, w) for m in models for w in ("trained", "random init")], column]
+              for column, _ in panels}  # fmt: skip
+    flat = [f"{xlabel.removesuffix(' (%)')}: {shares[c].iloc[0]:.0f} % for every model and both weights"
+            for c, xlabel in panels if shares[c].nunique() == 1]  # fmt: skip
+    panels = tuple((c, xlabel) for c, xlabel in panels if shares[c].nunique() > 1)
     fig, axes = plt.subplots(
-        1, len(panels), figsize=(4.0 * len(panels) + 2.5, 0.9 * len(models) + 2.0), sharey=True
+        1,
+        len(panels),
+        figsize=(3.4 * len(panels) + 2.0, 0.55 * len(models) + 1.6),
+        sharey=True,
+        squeeze=False,
     )
     y = range(len(models))
-    for ax, (column, xlabel) in zip(axes, panels, strict=True):
+    for ax, (column, xlabel) in zip(axes[0], panels, strict=True):
         for offset, weights, concept in ((-0.2, "trained", "sa"), (0.2, "random init", "random init")):
             values = [summary.loc[(m, weights), column] for m in models]
             label = "pretrained" if weights == "trained" else "random weights, same shapes"
             ax.barh([i + offset for i in y], values, height=0.4, color=color(concept), label=label)
         ax.axvline(50, color="grey", ls=":", lw=1)
         ax.set(xlim=(0, 100), xlabel=xlabel)
-    axes[0].set_yticks(list(y), [textwrap.fill(describe(m), 44) for m in models], fontsize=7)
-    axes[0].invert_yaxis()
-    axes[0].legend(fontsize=8, loc="lower left")
-    fig.suptitle("pretrained heads: W = W_Q^h W_K^hᵀ, R and F its antisymmetric and symmetric parts")
+        ax.xaxis.label.set_fontsize(9)
+    axes[0][0].set_yticks(list(y), [short_name(m) for m in models], fontsize=8)
+    axes[0][0].invert_yaxis()
+    title = "pretrained heads: W = W_Q^h W_K^hᵀ, R and F its antisymmetric and symmetric parts"
+    fig.suptitle("\n".join([title, *[f"{note} (no panel)" for note in flat]]), fontsize=10)
+    legend_below(fig, ncol=2)
     fig.tight_layout()
     return fig
 
@@ -73,8 +90,9 @@ def cascade(frame: pd.DataFrame, baseline: pd.DataFrame) -> plt.Figure:
     sizes = list(dict.fromkeys(frame["size"]))
     measures = list(MEASURE_COLUMNS.items())
     fig, axes = plt.subplots(
-        len(measures), len(variants), figsize=(3.6 * len(variants), 2.9 * len(measures)), squeeze=False
-    )
+        len(measures), len(variants), figsize=(3.6 * len(variants), 2.9 * len(measures)), squeeze=False,
+        sharex=True,
+    )  # fmt: skip
     for row, (column, measure) in enumerate(measures):
         for col, variant in enumerate(variants):
             ax = axes[row][col]
@@ -105,11 +123,11 @@ def cascade(frame: pd.DataFrame, baseline: pd.DataFrame) -> plt.Figure:
             ax.yaxis.label.set_fontsize(8)
             if row == 0:
                 ax.set_title(LABELS[variant], fontsize=10)
-                ax.legend(fontsize=7, title="size", title_fontsize=7)
     fig.suptitle(
         "spectral cascade (dashed grey: random matrices of the same shapes; dotted: head-dim bound and "
         "minimum rank)", fontsize=10,
     )  # fmt: skip
+    legend_below(fig, title="size (line style; colour: the variant)")
     fig.tight_layout()
     return fig
 
@@ -142,8 +160,8 @@ def scale_trend(trend: pd.DataFrame) -> plt.Figure:
             ax.text(0.5, 0.5, f"every size and seed at {edge}:\nno trend to read", transform=ax.transAxes,
                     ha="center", va="center", fontsize=9, color="grey")  # fmt: skip
     axes[0][0].set_ylabel(f"layers at rank <= {MIN_RANK} (%)")
-    axes[0][0].legend(fontsize=7)
     fig.suptitle("scale trend: the share of S-D layers at the minimum rank", fontsize=10)
+    legend_below(fig)
     fig.tight_layout()
     return fig
 
@@ -173,7 +191,7 @@ def collapse(frame: pd.DataFrame) -> plt.Figure:
         ax.set_yscale("symlog", linthresh=1.0)
         ax.axhline(0, color="grey", lw=1)
         ax.set(title=title, ylabel="perplexity change (%)")
-        ax.legend(fontsize=8)
+    legend_below(fig)
     fig.tight_layout()
     return fig
 
@@ -221,9 +239,9 @@ def linearisation(frame: pd.DataFrame, size: str) -> plt.Figure:
         _ratio_axis(ax)
         ax.axhline(1.05, color="grey", ls=":", lw=1)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set(title=title, xlabel="leading layers replaced by ELU+1 linear attention")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("perplexity change (log scale)")
+        ax.set(title=title, xlabel="leading layers replaced by ELU+1 linear attention",
+               ylabel="perplexity change (log scale)")  # fmt: skip
+    legend_below(fig)
     fig.tight_layout()
     return fig
 
@@ -243,7 +261,7 @@ def reallocation(frame: pd.DataFrame) -> plt.Figure:
                        label=f"{LABELS[variant]}, {model} ({part['head dims'].iloc[0]})")  # fmt: skip
     ax.set(xlabel="attention parameters", ylabel="validation perplexity (per byte)",
            title="head-dim reallocation")  # fmt: skip
-    ax.legend(fontsize=7)
+    legend_beside(ax)
     fig.tight_layout()
     return fig
 
@@ -261,6 +279,6 @@ def cost(bench: pd.DataFrame, device: str) -> plt.Figure:
     ax.axhline(1.0, color="grey", ls=":", lw=1)
     ax.set(xlabel="sequence length", ylabel=f"block time / SA time ({device})",
            title="cost of S-D and linear attention")  # fmt: skip
-    ax.legend(fontsize=7)
+    legend_beside(ax)
     fig.tight_layout()
     return fig

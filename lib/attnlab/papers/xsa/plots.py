@@ -11,7 +11,7 @@ import pandas as pd
 import seaborn as sns
 
 from attnlab.runner.stats import mean_interval
-from attnlab.runner.style import color, interval95
+from attnlab.runner.style import color, interval95, legend_below
 
 KIND_LABELS = {"sa": "SA", "xsa": "XSA", "xsa-random": "XSA control: random direction",
                "xsa-prev": "XSA control: previous value"}  # fmt: skip
@@ -247,43 +247,55 @@ def _size(parameters: float) -> str:
 
 
 def pretrained_similarity(results: Mapping[str, Mapping]) -> plt.Figure:
-    """Fig. 1 on pretrained models (``attnlab.papers.xsa.pretrained.measure_models``). Left: cos(y_i, v_i)
-    per layer against relative depth, one colour per model, beside uniform mixing's cos(ybar_i, v_i)
-    (dashed), mean over windows with its 95 % interval. Right, the scale view: per model, the margin of
-    cos(y_i, v_i) over each baseline (mean over layers, then over windows, 95 % interval) against the
-    parameter count; the claims judge these margins (above 0) and each window's slope against depth."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.2))
-    palette = sns.color_palette("colorblind", len(results))
+    """Fig. 1 on pretrained models (``attnlab.papers.xsa.pretrained.measure_models``). One panel per model,
+    smallest first, on a shared y axis: cos(y_i, v_i) per layer against relative depth beside uniform
+    mixing's cos(ybar_i, v_i) (dashed), mean over windows with its 95 % interval. Last panel, the scale
+    view: per model, the margin of cos(y_i, v_i) over each baseline (mean over layers, then over windows,
+    95 % interval), the models in order of parameter count, evenly spaced; the claims judge these margins
+    (above 0) and each window's slope against depth. One legend, under the panels."""
     order = sorted(results, key=lambda name: results[name]["parameters"])
-    for colour, name in zip(palette, order, strict=True):
+    fig = plt.figure(figsize=(2.9 * len(order) + 5.0, 3.9))
+    grid = fig.add_gridspec(1, len(order) + 1, width_ratios=[1.0] * len(order) + [1.7])
+    panels = [fig.add_subplot(grid[0, 0])]
+    panels += [fig.add_subplot(grid[0, k], sharey=panels[0]) for k in range(1, len(order))]
+    right = fig.add_subplot(grid[0, -1])
+    measured, uniform = color("sa"), color("random init")
+    for k, (ax, name) in enumerate(zip(panels, order, strict=True)):
         table = results[name]["table"]
-        label = f"{name} ({_size(results[name]['parameters'])} parameters)"
-        for column, style_ in (("cos_yv", "-"), ("cos_uniform", "--")):
-            sns.lineplot(
-                data=table, x="depth", y=column, errorbar=interval95, color=colour, ls=style_, ax=left,
-                label=label if column == "cos_yv" else None, marker="o" if column == "cos_yv" else None,
-            )  # fmt: skip
-        for offset, (baseline, marker) in enumerate((("cos_uniform", "o"), ("cos_far", "s"))):
-            margin = (table["cos_yv"] - table[baseline]).groupby(table["window"]).mean()
-            est = mean_interval(margin.tolist())
-            x = results[name]["parameters"] * (1.06 if offset else 1 / 1.06)  # side by side on a log axis
-            right.errorbar(x, est.mean, yerr=[[est.mean - est.low], [est.high - est.mean]], fmt=marker,
-                           color=colour, capsize=3)  # fmt: skip
+        sns.lineplot(data=table, x="depth", y="cos_yv", errorbar=interval95, color=measured, marker="o", ms=3,
+                     ax=ax, label="cos(y_i, v_i): mean over windows [95 % interval]")  # fmt: skip
+        sns.lineplot(data=table, x="depth", y="cos_uniform", errorbar=interval95, color=uniform, ls="--",
+                     lw=1.5, ax=ax, label="uniform mixing: cos(ybar_i, v_i)")  # fmt: skip
+        ax.set(title=f"{name}\n{_size(results[name]['parameters'])} parameters", xlabel="relative depth",
+               ylabel="cos(y_i, v_i)" if k == 0 else "", xlim=(0, 1))  # fmt: skip
+        ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
+        ax.title.set_fontsize(9)
+        if k:
+            ax.tick_params(labelleft=False)
+    baselines = (("cos_uniform", "o", measured, "over uniform mixing"),
+                 ("cos_far", "s", "white", "over a token half a window back"))  # fmt: skip
+    for baseline, marker, face, label in baselines:
+        xs, means, errors = [], [], [[], []]
+        for name in order:
+            table = results[name]["table"]
+            est = mean_interval((table["cos_yv"] - table[baseline]).groupby(table["window"]).mean().tolist())
+            xs.append(len(xs) + (0.1 if marker == "s" else -0.1))  # side by side
+            means.append(est.mean)
+            errors[0].append(est.mean - est.low)
+            errors[1].append(est.high - est.mean)
+        right.errorbar(xs, means, yerr=errors, fmt=marker, color=measured, mfc=face, capsize=3,
+                       label=f"margin {label}")  # fmt: skip
     right.axhline(0.0, color="grey", lw=1)
-    right.plot([], [], "o", color="grey", label="over uniform mixing")
-    right.plot([], [], "s", color="grey", label="over a token half a window back")
-    left.plot([], [], "--", color="grey", label="uniform mixing (dashed)")
-    left.set(xlabel="relative depth (first layer 0, last 1)", ylabel="cos(y_i, v_i)",
-             title="similarity bias by depth, per model")  # fmt: skip
-    left.legend(fontsize=7)
-    right.set(xscale="log", xlabel="model (parameters with embeddings)", ylabel="cos(y_i, v_i) - baseline",
-              title="margin over each baseline, by model size")  # fmt: skip
-    sizes = [results[name]["parameters"] for name in order]
-    right.set_xticks(sizes, [f"{name}\n{_size(n)}" for name, n in zip(order, sizes, strict=True)], fontsize=7)
-    right.minorticks_off()
-    right.legend(fontsize=8)
-    fig.suptitle("Fig. 1 on pretrained models: mean over text windows [95 % interval]", y=1.02)
-    fig.tight_layout()
+    right.set(xlabel="model (parameters with embeddings)", ylabel="cos(y_i, v_i) - baseline",
+              title="margin over each baseline, by size", xlim=(-0.5, len(order) - 0.5))  # fmt: skip
+    right.title.set_fontsize(9)
+    right.set_xticks(range(len(order)), [f"{name}\n{_size(results[name]['parameters'])}" for name in order],
+                     fontsize=7)  # fmt: skip
+    right.yaxis.set_label_position("right")
+    right.yaxis.tick_right()
+    fig.suptitle("Fig. 1 on pretrained models: mean over text windows [95 % interval]")
+    legend_below(fig, ncol=2)
+    fig.tight_layout(w_pad=0.6)
     return fig
 
 
