@@ -11,7 +11,7 @@ import pandas as pd
 import seaborn as sns
 
 from attnlab.runner.stats import mean_interval
-from attnlab.runner.style import color, interval95, legend_below
+from attnlab.runner.style import color, interval95, legend_below, legend_beside
 
 KIND_LABELS = {"sa": "SA", "xsa": "XSA", "xsa-random": "XSA control: random direction",
                "xsa-prev": "XSA control: previous value"}  # fmt: skip
@@ -39,8 +39,8 @@ def loss_curves(curves: pd.DataFrame) -> plt.Figure:
         ax.set_ylim(late.min() - 0.02 * (late.max() - late.min()) - 0.01, late.max() + 0.01)
         ax.set(title=f"{size}: loss, mean over seeds [95 % interval]", xlabel="training step",
                ylabel="loss (nats / byte)")  # fmt: skip
-        ax.legend(fontsize=8)
-    fig.suptitle("Fig. 3 (the claims judge the final validation loss minus SA's, paired by seed)", y=1.02)
+    fig.suptitle("Fig. 3 (the claims judge the final validation loss minus SA's, paired by seed)")
+    legend_below(fig, ncol=4)
     fig.tight_layout()
     return fig
 
@@ -70,14 +70,13 @@ def layer_diagnostics(diag: pd.DataFrame) -> plt.Figure:
         )  # fmt: skip
         if metric == "a_ii":
             ref = data.groupby("layer")["a_ii_uniform"].mean()
-            ax.plot(ref.index, ref.to_numpy(), ls="--", color="grey", label="uniform")
-            ax.legend(fontsize=8)
+            ax.plot(ref.index, ref.to_numpy(), ls="--", color="grey", label="uniform attention")
         ax.set(title=label, xlabel="layer", ylabel=metric)
         ax.set_xticks(sorted(data["layer"].unique()))
     fig.suptitle(
-        "Fig. 1: per-layer mean over seeds [95 % interval]; the depth claims judge each seed's slope",
-        y=1.03,
+        "Fig. 1: per-layer mean over seeds [95 % interval]; the depth claims judge each seed's slope"
     )
+    legend_below(fig, ncol=5)
     fig.tight_layout()
     return fig
 
@@ -109,7 +108,7 @@ def block_costs(costs: pd.DataFrame, device: str) -> plt.Figure:
             ax.axhline(1.0, color="grey", ls=":", lw=1)
         else:
             ax.set_yscale("log")
-        ax.legend(fontsize=7, title_fontsize=8)
+    legend_below(fig, ncol=6)
     fig.tight_layout()
     return fig
 
@@ -130,7 +129,6 @@ def sweep(frame: pd.DataFrame, axis: str, xlabel: str, log_x: bool = False, titl
         marker="o", errorbar=interval95, palette=KIND_COLORS, ax=left,
     )  # fmt: skip
     left.set(xlabel=xlabel, ylabel="final loss (nats / byte)")
-    left.legend(fontsize=8)
     sns.lineplot(data=gaps, x=axis, y="gap", marker="o", errorbar=interval95, color="black", ax=right)
     right.axhline(0.0, color="grey", ls=":", lw=1)
     right.set(xlabel=xlabel, ylabel="validation loss XSA - SA (nats / byte)",
@@ -141,6 +139,7 @@ def sweep(frame: pd.DataFrame, axis: str, xlabel: str, log_x: bool = False, titl
             ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(frame[axis].unique()))
         ax.set_xticklabels([f"{v:g}" for v in sorted(frame[axis].unique())])
+    legend_below(fig, ncol=6)
     fig.tight_layout()
     return fig
 
@@ -176,7 +175,7 @@ def gap_over_training(gaps: pd.DataFrame, warmups: Mapping[str, int]) -> plt.Fig
         ax.axhline(0.0, color="grey", ls=":", lw=1)
         ax.axvline(tokens, color="grey", ls="--", lw=0.8, label=f"early reading (step {early})")
         ax.set(title=size, xlabel="training tokens seen", ylabel="validation loss minus SA's (nats / byte)")
-        ax.legend(fontsize=8)
+        legend_beside(ax)
     fig.tight_layout()
     return fig
 
@@ -236,7 +235,8 @@ def sink_attention(sink_mass: pd.DataFrame) -> plt.Figure:
         ax.plot([], [], ls="--", color=color("chance"), lw=1, label="uniform causal attention (per count)")
         ax.set(title=title, xlabel="layer", ylabel="attention mass")
         ax.set_xticks(sorted(frame["layer"].unique()))
-        ax.legend(fontsize=7)
+        ax.get_legend().remove()  # one legend, beside the last panel: it has every sink count
+    legend_beside(axes[-1])
     fig.tight_layout()
     return fig
 
