@@ -97,6 +97,27 @@ def test_a_paper_without_a_claims_table_gets_a_notice(tmp_path):
     assert "Exclusive Self Attention" in page  # the title from the paper's account
 
 
+def test_overview_page_shows_the_summary_figure_of_each_paper_with_a_table(tmp_path, monkeypatch):
+    from attnlab.runner import manifest
+    from attnlab.runner.claims import Claim, write_claims
+    from attnlab.runner.verdicts import HOLDS, Verdict
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    root = tmp_path / SCALE
+    write_claims([Claim("Fig. 1", "c", "p", "o", Verdict(HOLDS))], root / "xsa", "XSA")
+    manifest.write(root / "xsa")
+    (root / "summary").mkdir()
+    for name in ("xsa", "synthesis"):  # synthesis: a figure left without its table is not shown
+        (root / "summary" / f"{name}.png").write_bytes(b"png")
+    papers = [
+        site.Paper(n, root / n, tmp_path / "none.ipynb", tmp_path / "none.md") for n in ("xsa", "synthesis")
+    ]
+    page = site.overview_page(papers, SCALE)
+    assert "[![XSA: the paper's numbers beside ours](summary/xsa.png)](summary/xsa.png)" in page
+    assert "summary/synthesis.png" not in page
+    assert page.index("## Verdicts per paper") < page.index("## The papers' numbers beside ours")
+
+
 def test_claims_page_shows_every_claim_with_its_evidence(monkeypatch):
     monkeypatch.setenv("ATTNLAB_FIGURES", str(ROOT / "figures"))
     folder = report.paper_folders(SCALE)[0]
@@ -200,12 +221,16 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    """The site of the committed cpu results, built into ``<tmp>/served/attnlab`` (so it is served under a
-    sub-path)."""
+    """The site of the committed cpu results, with the summary figures the report draws from them (a copy of
+    ``figures/cpu``, so the checkout is left as it is), built into ``<tmp>/served/attnlab`` (so it is served
+    under a sub-path)."""
     tmp = tmp_path_factory.mktemp("site")
     out = tmp / "served" / "attnlab"
-    env = {**os.environ, "ATTNLAB_FIGURES": str(ROOT / "figures"), "NO_MKDOCS_2_WARNING": "1"}
+    shutil.copytree(ROOT / "figures" / SCALE, tmp / "figures" / SCALE)
+    env = {**os.environ, "ATTNLAB_FIGURES": str(tmp / "figures"), "NO_MKDOCS_2_WARNING": "1"}
+    draw = f"from attnlab.runner import report; report.write_summary_figures({SCALE!r})"
     commands = [
+        [sys.executable, "-c", draw],
         [sys.executable, "-m", "attnlab.tools.site", "--scale", SCALE, "--out", str(tmp / "src")],
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
          "-f", str(tmp / "src" / "mkdocs.yml"), "-d", str(out)],
@@ -308,6 +333,22 @@ def test_overview_screenshot_shows_the_verdict_counts(built, served, browser, mo
             assert rows[paper][5] == "no table yet"
             browser.open(served + f"{paper}/claims.html")
             assert site.NO_CLAIMS in browser.evaluate("document.body.innerText")
+
+
+@needs_chromium
+@pytest.mark.slow
+def test_home_page_shows_each_papers_numbers_beside_ours(built, served, browser):
+    assert browser.open(served + "index.html") == []
+    images = browser.evaluate(PAGE_FACTS)["images"]
+    shown = {
+        unquote(urlsplit(src).path).rsplit("/", 1)[1]
+        for src, w, h in images
+        if "/summary/" in src and w and h
+    }
+    tables = [p for p in PAPERS if (ROOT / "figures" / SCALE / p / "claims.csv").is_file()]
+    assert tables and shown == {f"{p}.png" for p in tables}  # each loaded, with a size
+    text = browser.evaluate("document.body.innerText")
+    assert "The papers' numbers beside ours" in text
 
 
 @needs_chromium

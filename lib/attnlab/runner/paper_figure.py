@@ -130,11 +130,12 @@ def unmatched_keys(frame: pd.DataFrame, numbers: PaperNumbers) -> list[Key]:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One drawn row: where it is in the claims table (``row``, 0-based), its label, our evidence, the
-    paper's number."""
+    """One drawn row: where it is in the claims table (``row``, 0-based), its figure and claim, our
+    evidence, the paper's number."""
 
     row: int
-    label: str
+    figure: str
+    claim: str
     verdict: str
     estimate: float
     low: float
@@ -176,7 +177,8 @@ def compare(frame: pd.DataFrame, numbers: PaperNumbers) -> tuple[list[Comparison
         drawn.append(
             Comparison(
                 int(i),
-                f"{r['figure']}: {r['claim']}",
+                str(r["figure"]),
+                str(r["claim"]),
                 str(r["verdict"]),
                 estimate,
                 _float(r["low"]),
@@ -230,18 +232,40 @@ def _panels(drawn: list[Comparison]) -> dict[str, list[Comparison]]:
     return panels
 
 
+def _enclosed(text: str) -> bool:
+    """Whether ``text`` is one parenthesis, "(...)", from its first character to its last."""
+    depth = 0
+    for k, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if depth == 0:
+            return k == len(text) - 1 and k > 0
+    return False
+
+
 def _labels(rows: list[Comparison]) -> tuple[str, list[str]]:
-    """A panel's title (the words its rows' labels share) and each row's label (the rest; the claims-table
-    row number added where two labels would read the same)."""
-    prefix = _common_prefix([c.label for c in rows])
-    rests = [c.label[len(prefix) :].strip(" :") or c.label for c in rows]
-    if all(t.startswith("(") and t.endswith(")") for t in rests):  # "claim (a)", "claim (b)": a, b
-        rests = [t[1:-1] for t in rests]
+    """A panel's title and each row's label: the title the figure its rows share and the words their claims
+    share (the whole claim where every row has the same one), the label the rest of its claim (and its
+    figure where the rows' figures differ); the claims-table row number added where two labels would read
+    the same."""
+    figures = {c.figure for c in rows}
+    claims = [c.claim for c in rows]
+    if len(rows) > 1 and len(set(claims)) == 1:
+        prefix, rests = claims[0], ["" for _ in rows]
+    else:
+        prefix = _common_prefix(claims)
+        rests = [c[len(prefix) :].strip(" :") for c in claims]
+        if all(_enclosed(t) for t in rests):  # "claim (a)", "claim (b)": a, b
+            rests = [t[1:-1] for t in rests]
+    if len(figures) > 1:
+        rests = [f"{c.figure}: {t}" if t else c.figure for t, c in zip(rests, rows, strict=True)]
+    title = (f"{rows[0].figure}: " if len(figures) == 1 else "") + prefix
+    if len(rows) == 1:  # a lone row: its whole text as its label, the panel untitled
+        title, rests = "", [f"{rows[0].figure}: {rows[0].claim}"]
     repeated = {t for t in rests if rests.count(t) > 1}
     labels = [
         _wrap(t + (f" (row {c.row + 1})" if t in repeated else "")) for t, c in zip(rests, rows, strict=True)
     ]
-    return prefix.rstrip(" (:"), labels
+    return title.rstrip(" (:"), labels
 
 
 def _limits(rows: list[Comparison]) -> tuple[float, float]:

@@ -243,7 +243,37 @@ def write_report(scale: str) -> Path:
         parts += [claims_section(folder) for folder in others]
     report = root / "REPORT.md"
     report.write_text("\n".join(parts))
+    write_summary_figures(scale)
     return report
+
+
+def write_summary_figures(scale: str) -> list[Path]:
+    """One figure per paper, ``figures/<scale>/summary/<paper>.png`` (and ``.pdf``): the paper's numbers
+    beside ours (`attnlab.runner.paper_figure.paper_figure`), from the claims table of each default run
+    that is complete and judged by the shared rule, with that paper's ``paper_numbers.PAPER_NUMBERS``. The
+    figure of a paper without such a table is removed, so that none outlives its table."""
+    import importlib
+
+    from attnlab.papers import PAPERS
+    from attnlab.runner.paper_figure import SUMMARY_DIR, write_paper_figure  # matplotlib only here
+
+    out = paths.figures_dir() / scale / SUMMARY_DIR
+    written = []
+    for folder in paper_folders(scale):
+        if folder.name not in PAPERS or incomplete(folder):
+            continue
+        frame = pd.read_csv(folder / "claims.csv")
+        if not judged_by_the_rule(frame):
+            continue
+        numbers = importlib.import_module(f"{PAPERS[folder.name]}.paper_numbers").PAPER_NUMBERS
+        title = (folder / "claims.md").read_text().splitlines()[0].removeprefix("# ")
+        title = re.sub(r": claims at scale (\S+)$", r" at \1 scale", title)
+        written.append(write_paper_figure(frame, numbers, title, out, folder.name))
+    for name in PAPERS:
+        if out / f"{name}.png" not in written:
+            for suffix in (".png", ".pdf"):
+                (out / f"{name}{suffix}").unlink(missing_ok=True)
+    return written
 
 
 def readme_block(scale: str) -> str:

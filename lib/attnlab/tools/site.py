@@ -33,6 +33,7 @@ from attnlab import paths
 from attnlab.papers import PAPERS
 from attnlab.runner import manifest, report
 from attnlab.runner.claims import SMOKE_NOTE
+from attnlab.runner.paper_figure import SUMMARY_DIR
 from attnlab.tools.colab import repository_url
 
 #: Where the local MathJax copy lands in the site, and how a page loads it.
@@ -220,6 +221,12 @@ class Paper:
         return sorted(p.name for p in self.folder.glob("*.png")) if self.folder.is_dir() else []
 
     @property
+    def summary(self) -> Path:
+        """Its summary figure, the paper's numbers beside ours (``figures/<scale>/summary/<name>.png``, which
+        `attnlab.runner.report.write_summary_figures` writes; it may be missing)."""
+        return self.folder.parent / SUMMARY_DIR / f"{self.name}.png"
+
+    @property
     def title(self) -> str:
         """The title of its claims table, else of its account, else its name."""
         if self.has_claims and (self.folder / "claims.md").is_file():
@@ -381,7 +388,33 @@ def overview_page(papers: list[Paper], scale: str) -> str:
         "[API reference](api/index.md) is the library's docstrings.",
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + _summary_section(papers))
+
+
+def _summary_section(papers: list[Paper]) -> list[str]:
+    """The front page's figures: each paper's numbers beside ours (`Paper.summary`), for the papers
+    whose claims table has one."""
+    shown = [p for p in papers if p.has_claims and p.summary.is_file()]
+    if not shown:
+        return []
+    lines = [
+        "## The papers' numbers beside ours",
+        "",
+        "For each claim whose paper gives a number in the units of our estimate: ours with its 95 %",
+        "interval, coloured by its verdict, the paper's number (a black diamond) or range (a black bar)",
+        "above it, and the verdict's null dashed; one panel per quantity (which rows are comparable:",
+        "`attnlab.runner.paper_figure`).",
+        "",
+    ]
+    for p in shown:
+        image = f"{SUMMARY_DIR}/{p.summary.name}"
+        lines += [
+            f"### {escape(p.title)}",
+            "",
+            f"[![{escape(p.title)}: the paper's numbers beside ours]({image})]({image})",
+            "",
+        ]
+    return lines
 
 
 # -- API reference -------------------------------------------------------------------------------------------
@@ -558,6 +591,7 @@ def site_targets(scale: str, papers: list[Paper], api: dict[str, list[str]]) -> 
         targets[f"docs/papers/{p.account.name}"] = f"papers/{p.account.name}"
         targets[f"figures/{scale}/{p.name}/claims.md"] = f"{p.name}/claims.md"
         targets.update({f"figures/{scale}/{p.name}/{i}": f"{p.name}/{i}" for i in p.images})
+        targets[f"figures/{scale}/{SUMMARY_DIR}/{p.summary.name}"] = f"{SUMMARY_DIR}/{p.summary.name}"
         if p.notebook.is_file():
             targets[f"notebooks/{p.name}.ipynb"] = f"notebooks/{p.name}.ipynb"
             targets[f"figures/{scale}/notebooks/{p.name}.ipynb"] = f"notebooks/{p.name}.ipynb"
@@ -595,7 +629,7 @@ def write_source(scale: str, out: Path) -> Path:
     docs = out / "docs"
     if docs.exists():
         shutil.rmtree(docs)
-    for folder in ("papers", "notebooks", "api", "assets", *PAPERS):
+    for folder in ("papers", "notebooks", "api", "assets", SUMMARY_DIR, *PAPERS):
         (docs / folder).mkdir(parents=True)
 
     (docs / "index.md").write_text(overview_page(papers, scale))
@@ -603,6 +637,8 @@ def write_source(scale: str, out: Path) -> Path:
         (docs / p.name / "claims.md").write_text(claims_page(p, scale))
         for image in p.images:
             shutil.copy2(p.folder / image, docs / p.name / image)
+        if p.has_claims and p.summary.is_file():
+            shutil.copy2(p.summary, docs / SUMMARY_DIR / p.summary.name)
         if p.notebook.is_file():
             (docs / "notebooks" / f"{p.name}.ipynb").write_text(_notebook_copy(p.notebook, p.name, links))
     sources = sorted(accounts.glob("*.md")) + [
