@@ -109,8 +109,9 @@ def legend_below(fig: plt.Figure, ncol: int | None = None, title: str | None = N
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             by_label.setdefault(label, handle)
-        if ax.get_legend() is not None:
-            ax.get_legend().remove()
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.remove()
     return fig.legend(
         list(by_label.values()), list(by_label), loc="upper center", bbox_to_anchor=(0.5, 0.0),
         ncol=ncol or min(len(by_label), 4), fontsize=8, title=title, title_fontsize=8, frameon=False,
@@ -209,7 +210,7 @@ def figure_problems(fig: plt.Figure) -> list[str]:
         problems += [
             f"panel {k} ({name!r}): no {which} label" for which in "xy" if not _labelled(ax, which, fig)
         ]
-    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    legends = [lg for lg in (ax.get_legend() for ax in fig.axes) if lg is not None] + list(fig.legends)
     for legend in legends:
         if not legend.get_visible():
             continue

@@ -41,7 +41,7 @@ def head_statistics(summary: pd.DataFrame, models: list[str]) -> plt.Figure:
     (entropy and stable rank), and with an eigenvalue of W with positive real part. A share that is the same
     for every model and both weights (every head unstable: 100 %) gets no panel, the title says it.
     ``summary``: ``SDExperiment.head_summary``."""
-    panels = (
+    panels: tuple[tuple[str, str], ...] = (
         ("filtering dominant %", "heads with ||F||² / ||W||² > 1/2 (%)"),
         ("routing rank < filtering rank %", "heads: entropy rank R < F (%)"),
         ("routing stable rank < filtering %", "heads: stable rank R < F (%)"),

@@ -275,7 +275,9 @@ def pretrained_similarity(results: Mapping[str, Mapping]) -> plt.Figure:
     baselines = (("cos_uniform", "o", measured, "over uniform mixing"),
                  ("cos_far", "s", "white", "over a token half a window back"))  # fmt: skip
     for baseline, marker, face, label in baselines:
-        xs, means, errors = [], [], [[], []]
+        xs: list[float] = []
+        means: list[float] = []
+        errors: list[list[float]] = [[], []]
         for name in order:
             table = results[name]["table"]
             est = mean_interval((table["cos_yv"] - table[baseline]).groupby(table["window"]).mean().tolist())
