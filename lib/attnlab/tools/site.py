@@ -508,6 +508,8 @@ def mkdocs_config(
         {"How a verdict is reached": "verdicts.md"},
         {"Which rows judge each claim": "coverage.md"},
         {"Data sources": "data-sources.md"},
+        {"Where each table comes from": "provenance.md"},
+        {"Guide": "guide.md"},
         {"About the papers": "papers/index.md"},
         {"API reference": [{"Modules": "api/index.md"}] + [{page: f"api/{page}.md"} for page in api]},
     ]
@@ -583,6 +585,8 @@ def site_targets(scale: str, papers: list[Paper], api: dict[str, list[str]]) -> 
     targets = {
         "docs/verdicts.md": "verdicts.md",
         "docs/coverage.md": "coverage.md",
+        "docs/provenance.md": "provenance.md",
+        "docs/guide.md": "guide.md",
         "docs/data-sources.md": "data-sources.md",
         "docs/papers/README.md": "papers/index.md",
     }
@@ -645,6 +649,8 @@ def write_source(scale: str, out: Path) -> Path:
         root / "docs" / "verdicts.md",
         root / "docs" / "coverage.md",
         root / "docs" / "data-sources.md",
+        root / "docs" / "provenance.md",
+        root / "docs" / "guide.md",
     ]
     for source in sources:
         repo_path = source.relative_to(root).as_posix()
