@@ -72,5 +72,5 @@ def test_every_rule_a_table_uses_is_calibrated(table):
 
 def test_family_names_the_rules():
     assert calibration.family(v.MEAN) == "mean" and calibration.family(v.EXACT) == ""
-    assert calibration.family("all of 3 parts: each holds") == "all of"
+    assert calibration.family("all of 3 parts: each holds") == "all of 3 parts"
     assert calibration.family("majority vote of conditions") is None  # an uncalibrated rule is caught

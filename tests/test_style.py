@@ -33,12 +33,15 @@ def test_interval95_one_value_collapses_and_non_finite_values_are_left_out():
 
 
 def test_seaborn_draws_interval95():
+    import matplotlib.pyplot as plt
     import seaborn as sns
 
     frame = pd.DataFrame({"x": [0] * 4, "y": [1.0, 2.0, 3.0, 6.0]})
-    ax = sns.barplot(data=frame, x="x", y="y", errorbar=interval95)
+    fig, ax = plt.subplots()  # its own axes: a figure another test left open is not drawn on
+    sns.barplot(data=frame, x="x", y="y", errorbar=interval95, ax=ax)
     [bar] = [line for line in ax.lines if len(line.get_ydata()) == 2]
     assert sorted(bar.get_ydata()) == pytest.approx(interval95(frame["y"]))
+    plt.close(fig)
 
 
 @pytest.mark.parametrize("module", sorted(PAPERS.glob("*/plots.py")), ids=lambda p: p.parent.name)
