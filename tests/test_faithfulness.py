@@ -463,9 +463,9 @@ def test_cost_figure_labels_both_implementations_and_says_where_naive_stops():
     fig = plots.cost(frame, max_gb=1.5)
     title = fig._suptitle.get_text()
     assert "naive run at T = 128, 256;" in title and "skipped at T = 512, 1024" in title and "1.5 GB" in title
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]  # one legend, under both panels
+    assert len(labels) == 2 and labels[1].startswith("naive")
     for ax in fig.get_axes():
-        labels = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert len(labels) == 2 and labels[1].startswith("naive")
         assert len(ax.get_lines()[1].get_xdata()) == 2  # the naive line has its two lengths
         # one plain label per measured length, and no log-axis minor labels to overlap them
         assert [t.get_text() for t in ax.get_xticklabels()] == ["128", "256", "512", "1024"]

@@ -133,16 +133,22 @@ def test_sink_rate_figure_labels_every_line():
     fits = _fits()
     fig = plots.sink_rate_vs_norm(fits, n_heads=2)
     head, hist = fig.get_axes()[0], fig.get_axes()[-1]
-    labels = [t.get_text() for t in head.get_legend().get_texts()]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]  # one legend, under the panels
     assert set(labels) == {
         "binned mean ||o|| (the test)",
-        "quadratic fit of ||o||^2, square root (picture only)",
+        plots.FIT_LABEL,
         "the fit's minimum (vertex)",
         "queries (sample)",
+        "minimum inside (0, 1)",
+        "heads (clipped to +-0.5)",
     }
     assert head.get_title().endswith(": interior minimum")  # the toy dip at 0.4 is interior
-    assert {t.get_text() for t in hist.get_legend().get_texts()} == {
-        "minimum inside (0, 1)", "heads (clipped to +-0.5)"}  # fmt: skip
+    assert hist.get_xlabel().startswith("sink rate")
+    # the fit is drawn over the sampled rates only, and never as a flat zero where the quadratic is negative
+    [fit] = [line for line in head.lines if line.get_label() == plots.FIT_LABEL]
+    rate = head.collections[0].get_offsets()[:, 0]  # the head's sampled queries
+    assert fit.get_xdata().min() >= rate.min() and fit.get_xdata().max() <= rate.max()
+    assert not (fit.get_ydata() == 0).any()
     plt.close(fig)
 
 

@@ -17,7 +17,7 @@ from attnlab.papers.contribution_weights.claims import skipped
 from attnlab.papers.contribution_weights.faithfulness import window_areas
 from attnlab.papers.contribution_weights.presets import MEASURE_LABELS, RANKINGS
 from attnlab.runner.stats import estimate
-from attnlab.runner.style import color
+from attnlab.runner.style import color, legend_below, legend_beside
 
 _CONCEPT = {"raw": "raw", "value_weighted": "value-weighted", "output_normalised": "output-normalised",
             "contribution": "contribution", "contribution_abs": "contribution"}  # fmt: skip
@@ -172,8 +172,8 @@ def downstream(frame: pd.DataFrame) -> plt.Figure:
             ax.bar(k, est.mean, color=c, yerr=err, capsize=2)
         ax.axhline(sub["chance"].mean(), color=color("chance"), ls=":", lw=1.2, label="chance")
         ax.set_xticks(range(len(bars)), [b[0] for b in bars], rotation=70, fontsize=7)
-        ax.set(title=task, ylabel="accuracy", ylim=(0, 1))
-        ax.legend(fontsize=7)
+        ax.set(title=task, ylabel="accuracy (share correct)", ylim=(0, 1))
+    legend_below(fig)
     fig.tight_layout()
     return fig
 
@@ -186,6 +186,7 @@ def decomposition(frame: pd.DataFrame) -> plt.Figure:
     factors = ["mean_attention", "mean_norm_ratio", "mean_cosine", "mean_contribution"]
     means = frame.groupby("group")[factors].mean().T
     means.index = ["attention a", "norm ratio ||v||/||o||", "cos(o, v)", "contribution c"]
+    means = means.rename(columns={"sink": "first token (sink)", "tail": "other tokens (tail)"})
     means.plot.bar(ax=left, rot=20)
     left.set(title="factors of the contribution, mean over layers", ylabel="mean value")
     sink = frame[frame["group"] == "sink"].sort_values("layer")
@@ -193,7 +194,7 @@ def decomposition(frame: pd.DataFrame) -> plt.Figure:
     right.plot(sink["layer"], sink["mean_contribution"], "s-", label="contribution c_i0")
     right.axhline(0, color="k", lw=0.8)
     right.set(title="first token, per layer", xlabel="layer", ylabel="mean over queries and heads")
-    right.legend()
+    legend_below(fig, ncol=4)
     fig.tight_layout()
     return fig
 
@@ -208,42 +209,47 @@ def sink_cosines(cosines: pd.DataFrame, positions: pd.DataFrame) -> plt.Figure:
     left.hist(sample, bins=60, color="#4c72b0", label="pairs (sink, token j)")
     left.axvline(0, color="k", lw=1, label="orthogonal (cos 0)")
     left.set(title="cos(v~_sink, v~_j), all layers and heads", xlabel="cosine", ylabel="count (sample)")
-    left.legend(fontsize=7)
+    legend_beside(left)
     for (p, sub), marker in zip(positions.groupby("position"), "osD^", strict=False):
         by = sub.groupby("layer")["cosine"].mean()
         label = "sink (p = 0)" if p == 0 else f"control p = {p}"
         right.plot(by.index, by.to_numpy(), marker=marker, ms=4, label=label)
     right.axhline(0, color="k", lw=0.8, label="orthogonal (cos 0)")
     right.set(title="mean cos(v~_p, v~_j) per layer", xlabel="layer", ylabel="mean cosine")
-    right.legend(fontsize=7)
+    legend_beside(right)
     fig.tight_layout()
     return fig
 
 
 def _sink_head_panel(ax: plt.Axes, head: pd.Series) -> None:
     """One head of :func:`sink_rate_vs_norm`: its queries, the binned means the test uses, and the quadratic
-    fit with its vertex (a picture only), each labelled in the legend."""
+    fit of ||o||^2 with its vertex (a picture only), the fit drawn over the sampled sink rates and where it
+    is positive (its square root is ||o||'s scale)."""
     rate, norm = np.asarray(head["rate_sample"]), np.asarray(head["norm_sample"])
-    ax.scatter(rate, norm, s=5, alpha=0.5, label="queries (sample)")
+    ax.scatter(rate, norm, s=5, alpha=0.5, color="0.55", label="queries (sample)")
     ax.plot(head["bin_rate"], head["bin_norm"], "ko-", ms=3, lw=1, label="binned mean ||o|| (the test)")
     if head["p2"] > 0:
-        coef = np.polyfit(rate, norm**2, 2)
-        grid = np.linspace(0, 1, 100)
-        ax.plot(grid, np.sqrt(np.clip(np.polyval(coef, grid), 0, None)), "r-", lw=1,
-                label="quadratic fit of ||o||^2, square root (picture only)")  # fmt: skip
+        grid = np.linspace(rate.min(), rate.max(), 200)
+        fit = np.polyval(np.polyfit(rate, norm**2, 2), grid)
+        ax.plot(grid, np.sqrt(np.where(fit > 0, fit, np.nan)), "r-", lw=1,
+                label=FIT_LABEL)  # fmt: skip
         ax.axvline(head["vertex"], color="r", ls=":", lw=1, label="the fit's minimum (vertex)")
-    ax.legend(fontsize=6)
     interior = "interior minimum" if head.get("interior", False) else "no interior minimum"
-    ax.set(title=f"L{head['layer']} H{head['head']}: {interior}", xlabel="sink rate a_i0", ylabel="||o_i||",
-           xlim=(0, 1))  # fmt: skip
+    ax.set(title=f"L{head['layer']} H{head['head']}: {interior}", xlabel="sink rate a_i0 (attention share)",
+           ylabel="||o_i|| (head output norm)", xlim=(0, 1))  # fmt: skip
+    ax.title.set_fontsize(9)
+
+
+#: The legend's words for :func:`_sink_head_panel`'s fit.
+FIT_LABEL = "quadratic fit of ||o||^2, its square root where positive (picture only)"
 
 
 def sink_rate_vs_norm(fits: pd.DataFrame, n_heads: int = 4) -> plt.Figure:
     """The paper's convexity claim (||o|| is a convex function of the sink rate, smallest below 1): ||o_i|| vs
     the sink rate a_i0 for the ``n_heads`` heads whose sink rate spans the widest range, one head per panel
     (:func:`_sink_head_panel`); last panel: where the quadratic fits of the convex heads put their minimum,
-    with (0, 1) shaded."""
-    fig, axes = plt.subplots(1, n_heads + 1, figsize=(3.6 * (n_heads + 1), 3.6))
+    with (0, 1) shaded. One legend, under the panels."""
+    fig, axes = plt.subplots(1, n_heads + 1, figsize=(3.4 * (n_heads + 1), 3.4))
     top = (
         fits.assign(span=fits["rate_max"] - fits["rate_min"])
         .sort_values("span", ascending=False)
@@ -253,15 +259,19 @@ def sink_rate_vs_norm(fits: pd.DataFrame, n_heads: int = 4) -> plt.Figure:
         _sink_head_panel(ax, head)
     convex = fits[fits["p2"] > 0]
     axes[-1].hist(
-        convex["vertex"].clip(-0.5, 1.5), bins=40, color="#55a868", label="heads (clipped to +-0.5)"
+        convex["vertex"].clip(-0.5, 1.5),
+        bins=40,
+        color=color("contribution"),
+        label="heads (clipped to +-0.5)",
     )
     axes[-1].axvspan(0, 1, color="0.9", zorder=-1, label="minimum inside (0, 1)")
-    axes[-1].legend(fontsize=6)
     axes[-1].set(
         title=f"fit's minimum, {len(convex)} convex heads",
-        xlabel="sink rate at minimum ||o||",
-        ylabel="heads",
+        xlabel="sink rate at the fit's minimum ||o||",
+        ylabel="heads (count)",
     )
+    axes[-1].title.set_fontsize(9)
+    legend_below(fig, ncol=3)
     fig.tight_layout()
     return fig
 
@@ -299,8 +309,8 @@ def cost(frame: pd.DataFrame, max_gb: float | None = None) -> plt.Figure:
         lengths = sorted(frame["T"].unique())  # one plain label per measured length, no log-axis minor labels
         ax.set_xticks(lengths, labels=[str(int(t)) for t in lengths])
         ax.xaxis.set_minor_locator(plt.NullLocator())
-        ax.legend(fontsize=7)
     fig.suptitle(_naive_coverage(frame, max_gb), fontsize=9)
+    legend_below(fig)
     fig.tight_layout()
     return fig
 

@@ -165,7 +165,6 @@ def fixed_attention(fig3: pd.DataFrame) -> plt.Figure:
         sns.lineplot(data=sub, x="epoch", y="loss", hue="alpha", palette=palette, errorbar=ci, ax=ax)
         ax.set_yscale("log")
         ax.set(title=f"{ov} OV, attention fixed", xlabel="epoch", ylabel="held-out loss (nats)")
-        ax.legend(title="alpha", fontsize=7)
     sub = fig3[(fig3["ov"] == "factorised") & (fig3["epoch"] > 0)]
     sns.lineplot(data=sub, x="epoch", y="fd", hue="alpha", palette=palette, errorbar=ci, ax=axes[2])
     axes[2].set_yscale("symlog", linthresh=1e-3)
@@ -174,7 +173,7 @@ def fixed_attention(fig3: pd.DataFrame) -> plt.Figure:
         xlabel="epoch",
         ylabel="(L(a) - L(a + 0.005)) / 0.005 (nats per unit alpha)",
     )
-    axes[2].legend(title="alpha", fontsize=7)
+    style.legend_below(fig, ncol=8, title="alpha")
     fig.tight_layout()
     return fig
 
@@ -198,7 +197,7 @@ def reduced_dynamics(sims: dict) -> plt.Figure:
         ax.set(xlabel="log10(1 + tau)   (tau = t x min(eta))", ylabel=label, title=label)
         if attr == "loss":
             ax.set_yscale("log")
-    axes[0].legend(fontsize=8)
+    style.legend_below(fig, ncol=8)
     fig.tight_layout()
     return fig
 
@@ -230,7 +229,7 @@ def growth_laws(sims: dict, fits: pd.DataFrame) -> plt.Figure:
         ax.set(
             title=law, xlabel=f"{xname}   (t: original time)", ylabel="normalised to [0, 1] over the window"
         )
-        ax.legend(fontsize=7)
+        style.legend_beside(ax)
     fig.tight_layout()
     return fig
 
@@ -288,7 +287,7 @@ def stopping_thresholds(curves: pd.DataFrame) -> plt.Figure:
     for ax, label in zip(axes, ("mu_OV at stop", "mu_QK at stop", "alpha at stop"), strict=True):
         ax.set(xscale="log", xlabel="stopping loss threshold", ylabel=label, title=label)
         ax.invert_xaxis()
-    axes[0].legend(fontsize=8)
+    style.legend_below(fig, ncol=8)
     fig.tight_layout()
     return fig
 

@@ -11,7 +11,7 @@ import pandas as pd
 from attnlab.papers.synthesis.lenses import MEASURES
 from attnlab.papers.synthesis.presets import LABELS
 from attnlab.runner.stats import mean_interval
-from attnlab.runner.style import SHARE_CMAP, color
+from attnlab.runner.style import SHARE_CMAP, color, legend_below
 
 COLUMN_LABELS = {"val_loss": "final val loss", **MEASURES}
 
@@ -76,7 +76,7 @@ def by_layer(
         ax.set(title=MEASURES[measure], xlabel="layer", ylabel=measure)
         ax.set_xticks(sorted(data["layer"].unique() + 1))
     axes[0][0].plot([], [], ":", color=color("random init"), label="dotted: at initialisation")
-    axes[0][0].legend(fontsize=7)
+    legend_below(fig, ncol=4)
     fig.tight_layout()
     return fig
 
@@ -93,7 +93,6 @@ def sink_geometry(values: pd.DataFrame, kinds: list[str]) -> plt.Figure:
     lim = [0, max(data["first_attention"].max(), data["first_contribution"].max(), 0.05) * 1.1]
     left.plot(lim, lim, ls="--", color="grey", label="contribution = attention")
     left.set(xlabel="attention on token 0", ylabel="contribution of token 0", title="first-token sink")
-    left.legend(fontsize=7)
     x = np.arange(len(kinds))
     for offset, column, hatch, name in ((-0.2, "sink_value_cos", "", "token 0"),
                                         (0.2, "control_value_cos", "//", "control token")):  # fmt: skip
@@ -106,6 +105,7 @@ def sink_geometry(values: pd.DataFrame, kinds: list[str]) -> plt.Figure:
     right.axhline(0, color="black", lw=0.8)
     right.set_xticks(x, [_label(k) for k in kinds], rotation=25, ha="right", fontsize=8)
     right.set(ylabel="mean cos(v~_p, v~_j)", title="value geometry: token 0 (plain) vs control (hatched)")
+    legend_below(fig, ncol=4)
     fig.tight_layout()
     return fig
 
@@ -129,7 +129,7 @@ def ratio_effects(values: pd.DataFrame, kinds: list[str]) -> plt.Figure:
             ax.scatter(sub["ratio"], sub[column], s=10, color=color(kind), alpha=0.5)
         ax.set_xscale("log", base=2)
         ax.set(xlabel="eta_QK / eta_OV (geometric mean of the two rates fixed)", ylabel=label, title=label)
-        ax.legend(fontsize=7)
+    legend_below(fig, ncol=4)
     fig.tight_layout()
     return fig
 
@@ -168,6 +168,6 @@ def faithfulness(areas: pd.DataFrame, kinds: list[str]) -> plt.Figure:
         better = "higher" if mode == "comprehensiveness" else "lower"
         ax.set_xticks(x, [_label(k) for k in kinds], rotation=25, ha="right", fontsize=8)
         ax.set(ylabel="log area (mean sign * log(1 + |dPPL|))", title=f"{mode} ({better} is more faithful)")
-    axes[0].legend(fontsize=7)
+    legend_below(fig)
     fig.tight_layout()
     return fig
