@@ -24,7 +24,7 @@ VERDICT_MARKERS = {
     NOT_TESTABLE: ("o", "none"),
 }
 
-#: The columns :func:`scale_figure` reads.
+#: The columns `scale_figure` reads.
 COLUMNS = ("claim", "model", "parameters", "verdict", "estimate", "low", "high", "null")
 
 
@@ -45,9 +45,9 @@ def cell_text(row: pd.Series) -> str:
 
 
 def scale_figure(table: pd.DataFrame, title: str) -> plt.Figure:
-    """The verdict grid of ``table`` (columns :data:`COLUMNS`, one row per (claim, model)): a row per claim
+    """The verdict grid of ``table`` (columns `COLUMNS`, one row per (claim, model)): a row per claim
     in the table's order, a column per model in order of parameter count (labelled with its size), each cell
-    the verdict's marker (:data:`VERDICT_MARKERS`) and :func:`cell_text`; a (claim, model) without a row is
+    the verdict's marker (`VERDICT_MARKERS`) and `cell_text`; a (claim, model) without a row is
     left empty."""
     missing = [c for c in COLUMNS if c not in table.columns]
     if missing:

@@ -240,14 +240,14 @@ def _sink_head_panel(ax: plt.Axes, head: pd.Series) -> None:
     ax.title.set_fontsize(9)
 
 
-#: The legend's words for :func:`_sink_head_panel`'s fit.
+#: The legend's words for `_sink_head_panel`'s fit.
 FIT_LABEL = "quadratic fit of ||o||^2, its square root where positive (picture only)"
 
 
 def sink_rate_vs_norm(fits: pd.DataFrame, n_heads: int = 4) -> plt.Figure:
     """The paper's convexity claim (||o|| is a convex function of the sink rate, smallest below 1): ||o_i|| vs
     the sink rate a_i0 for the ``n_heads`` heads whose sink rate spans the widest range, one head per panel
-    (:func:`_sink_head_panel`); last panel: where the quadratic fits of the convex heads put their minimum,
+    (`_sink_head_panel`); last panel: where the quadratic fits of the convex heads put their minimum,
     with (0, 1) shaded. One legend, under the panels."""
     fig, axes = plt.subplots(1, n_heads + 1, figsize=(3.4 * (n_heads + 1), 3.4))
     top = (

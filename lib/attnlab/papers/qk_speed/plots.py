@@ -100,9 +100,9 @@ def dtap_grid(hists: dict[str, np.ndarray], ncols: int = 4, xlabel: str = "disti
     (x) and true-label-probability bin (y), the paper's bin edges; a sequential colormap (a share: more is
     darker) with one colorbar. Probability bins without a sample in any run are not drawn (an all-zero row
     says nothing), the title names them; where every sample of every run lies in one probability bin (the
-    task learnt: P(true label) >= 0.8), one heatmap holds every run, a row each (:func:`_dtap_rows`), else
+    task learnt: P(true label) >= 0.8), one heatmap holds every run, a row each (`_dtap_rows`), else
     one panel per run. The seed interval of the statistic the claims judge is the distinct-mass figure's
-    (:func:`distinct_mass`), so no cell carries a spread. No runs (a skipped part): :func:`no_results`."""
+    (`distinct_mass`), so no cell carries a spread. No runs (a skipped part): `no_results`."""
     names = list(hists)
     if not names:
         return no_results("no runs to show (the part was skipped)")
@@ -139,7 +139,7 @@ def dtap_grid(hists: dict[str, np.ndarray], ncols: int = 4, xlabel: str = "disti
 
 
 def _dtap_rows(names: list[str], shares: np.ndarray, where: str, xlabel: str, note: str) -> plt.Figure:
-    """:func:`dtap_grid` where every sample lies in one probability bin (``where``): one heatmap, a row per
+    """`dtap_grid` where every sample lies in one probability bin (``where``): one heatmap, a row per
     run, its % of test samples by attention mass bin (``shares``: (runs, mass bins))."""
     fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(names) + 1.5))
     labels = np.vectorize(lambda m: f"{m:.0f}")(shares)
@@ -238,7 +238,7 @@ def ratio_sweep(ratio: pd.DataFrame, still: float | None = QK_STILL) -> plt.Figu
     """Final attention mass on distinct tokens and accuracy vs eta_QK / eta_OV (FAFO), mean over seeds with
     its 95 % interval, one line per QK initialisation (``init``), the legend under the panels. An accuracy
     that is the same in every run (1.0: the task solved at every ratio) gets no panel, a flat line says
-    nothing; the title says so. With ``still`` (:data:`QK_STILL`; None: no marks) and a ``moved`` column, a
+    nothing; the title says so. With ``still`` (`QK_STILL`; None: no marks) and a ``moved`` column, a
     ratio at which the QK circuit did not leave its init in some seed is circled in black: its attention is
     the init's. A mark for the reader only: the claims judge every ratio (slow QK staying at its saddle is
     what the claim is about)."""

@@ -36,7 +36,7 @@ def short_name(model: str) -> str:
 
 
 def head_statistics(summary: pd.DataFrame, models: list[str]) -> plt.Figure:
-    """Pretrained heads beside Gaussian weights of the same shapes: per model (:func:`short_name`), the
+    """Pretrained heads beside Gaussian weights of the same shapes: per model (`short_name`), the
     share of heads whose filtering energy is above 1/2, whose routing rank is below their filtering rank
     (entropy and stable rank), and with an eigenvalue of W with positive real part. A share that is the same
     for every model and both weights (every head unstable: 100 %) gets no panel, the title says it.
