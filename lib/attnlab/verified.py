@@ -38,11 +38,29 @@ class WriteFailed(OSError):
     """A file could not be written (most often a full disk): names the file and the space left."""
 
 
+def make_parent(path: Path) -> None:
+    """Create the folder of ``path``; a file where it (or a folder above it) should be, or a folder that
+    cannot be made, raises :class:`WriteFailed` naming ``path`` and what stands in the way."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), path.parent)
+        raise WriteFailed(
+            f"could not write {path}: {blocking} is a file, not a folder; move it away or choose another "
+            "folder"
+        ) from None
+    except OSError as err:  # a read-only folder above it, a full disk
+        reason = err.strerror or str(err)
+        raise WriteFailed(f"could not write {path}: its folder cannot be made ({reason})") from err
+
+
 def atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """``write(f)`` into a temporary sibling of ``path``, flushed to disk, then renamed over ``path``. A
     failed write (``torch.save`` reports a full disk as "inline_container ... unexpected pos") raises
-    :class:`WriteFailed` naming ``path`` and the free space on its disk; nothing is left behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    :class:`WriteFailed` naming ``path`` and the free space on its disk; nothing is left behind. A file where
+    its folder (or a folder above it) should be is named the same way (:func:`make_parent`)."""
+    path = Path(path)
+    make_parent(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
@@ -93,6 +111,7 @@ def write_with(path: Path, write: Callable[[IO[bytes]], object]) -> str:
     """``write(f)`` (``torch.save``, ``np.save``, ...) into ``path`` atomically, then its record; return the
     hex SHA-256."""
     path = Path(path)
+    make_parent(path)
     record_path(path).unlink(missing_ok=True)  # never a new file beside an old record
     atomic(path, write)
     digest, size = _digest(path)

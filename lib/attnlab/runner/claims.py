@@ -4,6 +4,7 @@ result tables (``attnlab.runner.report`` gathers them into ``figures/<scale>/REP
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,10 @@ class Claim:
     unit: str = ""  # what n counts: one of UNITS (every row of a paper's table names one)
 
     def __post_init__(self) -> None:
+        texts = {"figure": self.figure, "claim": self.claim, "paper": self.paper, "ours": self.ours}
+        not_text = {name: value for name, value in texts.items() if not isinstance(value, str)}
+        if not_text:
+            raise ValueError(f"a claim's figure, claim, paper and ours are text; got {not_text}")
         if not isinstance(self.verdict, Verdict):
             raise ValueError(f"a claim's verdict must be a Verdict (one of {VERDICTS}); got {self.verdict!r}")
         if not isinstance(self.unit, str) or (self.unit and self.unit not in UNITS):
@@ -63,6 +68,8 @@ class Claim:
 def rounded(frame: pd.DataFrame | pd.Series, decimals: int) -> pd.DataFrame | pd.Series:
     """``frame`` with its numeric columns rounded to ``decimals`` and negative zeros made positive, so that a
     printed table shows no "-0.00" (whose sign, and the column width it widens, depend on float noise)."""
+    if not isinstance(frame, (pd.DataFrame, pd.Series)):
+        raise TypeError(f"rounded() takes a pandas DataFrame or Series; got {type(frame).__name__}")
     if isinstance(frame, pd.Series):
         return frame.round(decimals) + 0.0 if pd.api.types.is_float_dtype(frame) else frame
     out = frame.copy()
@@ -71,15 +78,23 @@ def rounded(frame: pd.DataFrame | pd.Series, decimals: int) -> pd.DataFrame | pd
     return out
 
 
+def _check_number(value: object, who: str) -> None:
+    """A TypeError naming ``who`` unless ``value`` is a number (text or None would fail deep in format())."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{who}() formats a number; got {value!r}")
+
+
 def fixed(value: float, decimals: int) -> str:
     """``value`` to ``decimals`` places, a zero always unsigned ("0.00", never "-0.00": whether a mean of
     near-zero numbers prints a minus is float noise that differs between machines)."""
+    _check_number(value, "fixed")
     text = f"{value:.{decimals}f}"
     return text.lstrip("-") if float(text) == 0 else text
 
 
 def signed(value: float, decimals: int) -> str:
     """``value`` with an explicit sign, except when it rounds to zero ("0.0", never "+0.0" or "-0.0")."""
+    _check_number(value, "signed")
     text = f"{value:+.{decimals}f}"
     return text[1:] if float(text) == 0 else text
 
@@ -88,6 +103,8 @@ def interval(value: Verdict | Estimate, digits: int = 4) -> str:
     """``mean [low, high]`` (the 95% interval) of a verdict's or estimate's evidence, each end signed but a
     zero (never "-0.000": its sign is float noise); the mean alone where there is no interval (one unit),
     "n/a" where there is no mean."""
+    if not isinstance(value, (Verdict, Estimate)):
+        raise TypeError(f"interval() takes a Verdict or an Estimate; got {type(value).__name__}")
     mean = value.estimate if isinstance(value, Verdict) else value.mean
     if not math.isfinite(mean):
         return "n/a"
@@ -98,7 +115,14 @@ def interval(value: Verdict | Estimate, digits: int = 4) -> str:
 
 def bh_q(p: pd.Series) -> pd.Series:
     """Benjamini-Hochberg q-values of the finite p-values in ``p`` (NaN elsewhere): the smallest false
-    discovery rate at which each row's claim would be among the discoveries of its table."""
+    discovery rate at which each row's claim would be among the discoveries of its table. ``p``: a Series
+    (or any sequence, read as one) of numbers, NaN where a row has no test."""
+    if not isinstance(p, pd.Series):
+        p = pd.Series(p, dtype=object)
+    try:
+        p = p.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError(f"p-values are numbers in [0, 1] (NaN: no test); got {p.tolist()[:5]}") from None
     finite = p.dropna()
     if not finite.between(0.0, 1.0).all():
         raise ValueError(f"p-values lie in [0, 1]; got {sorted(finite[~finite.between(0.0, 1.0)])[:5]}")
@@ -114,6 +138,8 @@ def bh_q(p: pd.Series) -> pd.Series:
 
 def claims_frame(claims: list[Claim]) -> pd.DataFrame:
     """The table of ``claims``, with each row's Benjamini-Hochberg ``q`` over the table's p-values."""
+    if isinstance(claims, Claim) or not all(isinstance(c, Claim) for c in claims):
+        raise TypeError(f"a claims table is a list of Claim rows; got {claims!r:.120}")
     frame = pd.DataFrame([c.row() for c in claims], columns=list(COLUMNS)).astype({"n": "Int64"})
     frame["q"] = bh_q(frame["p"].astype(float))
     return frame
@@ -156,6 +182,7 @@ SMOKE_NOTE = (
 def write_claims(claims: list[Claim], folder: Path, title: str) -> pd.DataFrame:
     """Write ``claims.csv`` and ``claims.md`` into ``folder`` (``figures/<scale>/<paper>/``; at smoke scale
     the Markdown opens with ``SMOKE_NOTE``, which is also printed); return the table."""
+    folder = Path(folder)
     frame = claims_frame(claims)
     note = ""
     if folder.parent.name == "smoke":
@@ -174,7 +201,14 @@ def _write(path: Path, text: str) -> None:
 
 def save_table(frame: pd.DataFrame, folder: Path, name: str, title: str) -> None:
     """A result table (e.g. Table 1, Table 2) as ``<name>.csv`` (floats to 10 significant digits) and
-    ``<name>.md`` (to 4)."""
+    ``<name>.md`` (to 4). ``name`` is a file name (no folder, no suffix), kept inside ``folder``."""
+    if not isinstance(frame, (pd.DataFrame, pd.Series)):
+        raise TypeError(f"save_table() takes a pandas DataFrame (or Series); got {type(frame).__name__}")
+    if not isinstance(name, str) or not name or name.startswith(".") or "/" in name or "\\" in name:
+        raise ValueError(
+            f"save_table(): name must be a plain file name without a folder or suffix; got {name!r}"
+        )
+    folder = Path(folder)
     _write(folder / f"{name}.csv", frame.to_csv(float_format="%.10g"))
     flat = frame.reset_index()
     _write(folder / f"{name}.md", f"# {title}\n\n{_markdown(flat)}")

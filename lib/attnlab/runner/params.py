@@ -73,6 +73,9 @@ def check_seeds(seeds: object, default: Sequence[int]) -> tuple[int, ...]:
         isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds
     ):
         raise ParameterError(f"seeds must be a list of non-negative integers; got {seeds!r}")
+    too_large = [s for s in seeds if s >= 2**63]
+    if too_large:
+        raise ParameterError(f"seeds must be below 2**63 (torch's seed range); got {too_large}")
     if len(set(seeds)) != len(seeds):
         raise ParameterError(f"seeds must be distinct; got {seeds!r}")
     return tuple(seeds) or tuple(default)

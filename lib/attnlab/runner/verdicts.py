@@ -26,6 +26,7 @@ threshold, Wilson interval), :func:`every_unit` ("in every layer": an intersecti
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypedDict, TypeVar, Unpack
@@ -33,7 +34,7 @@ from typing import Literal, TypedDict, TypeVar, Unpack
 import numpy as np
 from scipy import special
 
-from attnlab.runner.stats import LEVEL, binomial_interval, mean_interval, t_quantile, z_quantile
+from attnlab.runner.stats import LEVEL, as_values, binomial_interval, mean_interval, t_quantile, z_quantile
 
 HOLDS = "holds"
 DOES_NOT_HOLD = "does not hold"
@@ -88,6 +89,14 @@ class Verdict:
     def __post_init__(self) -> None:
         if self.word not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}; got {self.word!r}")
+        if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)) or self.n < 0:
+            raise ValueError(f"a verdict's n counts units (an integer >= 0); got {self.n!r}")
+        for name in ("p", "p_refute"):
+            value = getattr(self, name)
+            if not math.isnan(value) and not 0.0 <= value <= 1.0:
+                raise ValueError(f"a verdict's {name} is a probability in [0, 1] (or NaN); got {value!r}")
+        if math.isfinite(self.low) and math.isfinite(self.high) and self.low > self.high:
+            raise ValueError(f"a verdict's interval needs low <= high; got [{self.low}, {self.high}]")
 
     def __str__(self) -> str:
         return f"{self.word}: {self.why}" if self.why else self.word
@@ -136,6 +145,46 @@ def _toward(x: float, side: Side, null: float) -> float:
     return (x - null) if side == "above" else (null - x)
 
 
+def _number(name: str, value: object, who: str) -> float:
+    """``value`` as a float (a Python, numpy or 0-d torch number), else a ValueError naming the parameter."""
+    if isinstance(value, (str, bytes, bool)) or value is None:
+        raise ValueError(f"{who}(): {name} must be a number; got {value!r}")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{who}(): {name} must be a number; got {value!r:.80}") from None
+
+
+def _check_finite(name: str, value: object, who: str) -> None:
+    """A ValueError naming the parameter unless ``value`` is a finite number (a NaN null or bound would give
+    a verdict judged against nothing)."""
+    if not math.isfinite(_number(name, value, who)):
+        raise ValueError(f"{who}(): {name} must be finite; got {value!r}")
+
+
+def check_within(
+    who: str, name: str, values: object, low: float, high: float, *, positive: bool = False
+) -> None:
+    """A ValueError naming ``who`` and ``name`` unless every one of ``values`` (a number, or a sequence or
+    mapping of them) lies in [``low``, ``high``] (and above 0 with ``positive``): an impossible input (a share
+    above 1, an R^2 above 1, a percentage for a fraction, a time of 0 s) is refused, never judged. NaN passes:
+    the rules judge a diverged run as not testable."""
+    items = values.values() if isinstance(values, Mapping) else values
+    xs = as_values([items] if isinstance(items, numbers.Real) else items, who)  # type: ignore[arg-type]
+    outside = [x for x in xs if x < low or x > high or (positive and x <= 0)]
+    if outside:
+        where = "be above 0" if positive and high == math.inf else f"lie in [{low:g}, {high:g}]"
+        raise ValueError(f"{who}(): {name} must {where}; got {outside[:3]}")
+
+
+def check_count(who: str, name: str, k: object, n: object, low: int = 0) -> None:
+    """A ValueError naming ``who`` unless ``k`` and ``n`` are integers with ``low`` <= ``k`` <= ``n``: a count
+    of heads (or layers) with a property among ``n``; more than there are is impossible."""
+    whole = all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in (k, n))
+    if not whole or not low <= k <= n:  # type: ignore[operator]
+        raise ValueError(f"{who}(): {name} must be a whole number in [{low}, n = {n}]; got {k!r}")
+
+
 def _degenerate(xs: list[float]) -> str:
     """Why values cannot carry an interval, or "" when they can."""
     if not all(math.isfinite(x) for x in xs):
@@ -163,9 +212,11 @@ def mean_rule(
     inconclusive otherwise. not testable here: fewer than two values, zero spread, or a non-finite value.
     ``detectable``: ``smallest`` + (t_.975 + t_.80) s / sqrt(n), the true effect the rule calls "holds" with
     80% power."""
-    xs = [float(v) for v in values]
+    xs = as_values(values, "mean_rule")
     if not xs:
         raise ValueError("no values to judge")
+    _check_finite("null", null, "mean_rule")
+    _check_finite("smallest", smallest, "mean_rule")
     if smallest < 0 or margin < 0:
         raise ValueError(f"smallest and margin must be >= 0; got {smallest}, {margin}")
     degenerate = _degenerate(xs)
@@ -209,10 +260,16 @@ def mean_rule(
 def paired(a: Mapping[K, float], b: Mapping[K, float]) -> list[float]:
     """``a[k] - b[k]`` for every name ``k`` (seed, window), in ``a``'s order. Pairs by name, never by
     position: names in one mapping only are an error."""
+    if not (hasattr(a, "keys") and hasattr(b, "keys")):  # a mapping or a pandas Series, never a list
+        kinds = f"{type(a).__name__} and {type(b).__name__}"
+        raise ValueError(
+            f"paired(): each condition is a mapping {{unit: value}}, paired by name; got {kinds}"
+        )
     if set(a) != set(b):
         only = sorted(map(str, set(a) ^ set(b)))
         raise ValueError(f"paired(): the conditions do not share their units; only in one: {only}")
-    return [float(a[k]) - float(b[k]) for k in a]
+    first, second = as_values([a[k] for k in a], "paired"), as_values([b[k] for k in a], "paired")
+    return [x - y for x, y in zip(first, second, strict=True)]
 
 
 def paired_rule(
@@ -241,7 +298,8 @@ def equivalence_rule(values: Values, margin: float, null: float = 0.0) -> Verdic
     (t_.975 + t_.90) s / sqrt(n)."""
     if not 0 < margin < math.inf:
         raise ValueError(f"an equivalence claim needs a finite margin > 0; got {margin}")
-    xs = [float(v) for v in values]
+    _check_finite("null", null, "equivalence_rule")
+    xs = as_values(values, "equivalence_rule")
     if not xs:
         raise ValueError("no values to judge")
     degenerate = _degenerate(xs)
@@ -324,6 +382,8 @@ def share_rule(successes: int, n: int, threshold: float, side: Side = "above") -
         raise ValueError(f"a share's threshold lies in [0, 1]; got {threshold}")
     if not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in (successes, n)):
         raise ValueError(f"a share counts whole units; got successes={successes!r}, n={n!r}")
+    if n < 0 or not 0 <= successes <= max(n, 0):
+        raise ValueError(f"a share needs 0 <= successes <= n units; got successes={successes}, n={n}")
     if n < 1:
         return not_testable("no units to count", n=0, null=threshold, rule=SHARE)
     est = binomial_interval(successes, n)
@@ -361,6 +421,9 @@ def every_unit(values_by_unit: Mapping[K, Values], side: Side, null: float = 0.0
     far towards the claimed side (its mean and 95% interval), n = units."""
     if not values_by_unit:
         raise ValueError("no units to judge")
+    empty = [str(u) for u, v in values_by_unit.items() if not len(v)]
+    if empty:
+        raise ValueError(f"every_unit(): no values to judge at unit(s) {empty}")
     k = len(values_by_unit)
     verdicts = {u: mean_rule(v, side, null) for u, v in values_by_unit.items()}
     refuted = []
@@ -407,9 +470,9 @@ def exact_rule(value: float, bound: float, side: Side, *, n: int, what: str = "t
     """A deterministic quantity (an algebraic identity up to rounding, a count) against a fixed bound: holds
     when ``value`` lies on ``side`` of ``bound``, does not hold otherwise; not testable when it is not a
     number. No sampling, so no interval: use it only where reruns give the same value."""
-    if not math.isfinite(bound) or n < 0:
-        raise ValueError(f"an exact rule needs a finite bound and n >= 0; got bound={bound}, n={n}")
-    if not math.isfinite(value):
+    if not math.isfinite(bound) or isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"an exact rule needs a finite bound and a whole n >= 0; got bound={bound}, n={n!r}")
+    if not math.isfinite(_number(what, value, "exact_rule")):
         return not_testable(f"{what} is not a number", n=n, null=bound, rule=EXACT)
     holds = _toward(value, side, bound) > 0
     word, rel = (HOLDS, side) if holds else (DOES_NOT_HOLD, "below" if side == "above" else "above")
@@ -464,6 +527,7 @@ def rank_rule(observed: float, draws: Values, side: Side, *, what: str = "the va
     is not testable. ``detectable``: the distance from the median to the null's 97.5% (or 2.5%) quantile,
     which an observation must pass."""
     _check_side(side)
+    _number("the observed value", observed, "rank_rule")
     xs = np.asarray(draws, float)
     if xs.ndim != 1:
         raise ValueError(f"rank_rule(): draws must be one value per draw (1-D); got shape {xs.shape}")

@@ -20,7 +20,15 @@ from dataclasses import dataclass, replace
 
 from attnlab.runner import thresholds
 from attnlab.runner.composite import all_of
-from attnlab.runner.verdicts import Verdict, exact_rule, mean_rule, not_testable, paired_rule, share_rule
+from attnlab.runner.verdicts import (
+    Verdict,
+    check_within,
+    exact_rule,
+    mean_rule,
+    not_testable,
+    paired_rule,
+    share_rule,
+)
 
 _FIRST_TOKEN = "contribution_weights.FIRST_TOKEN_ATTENTION"
 _TAIL = "contribution_weights.TAIL_CORRELATION"
@@ -272,6 +280,7 @@ def negative_contributions(shares: Mapping[Hashable, float]) -> Verdict:
     each layer's causal terms (``{layer: share}``; the layers of the one model are the units): their mean
     above 0 (:func:`mean_rule`). A model with no negative c in any layer does not hold, exactly (a count of
     zero has no spread to test)."""
+    check_within("negative_contributions", "the shares of negative c", shares, 0.0, 1.0)
     values = list(shares.values())
     if values and all(v == 0 for v in values):
         return exact_rule(0.0, 0.0, "above", n=len(values), what="the share of negative c in every layer")
@@ -289,6 +298,7 @@ def memory(peak: Mapping[int, float], tensor: Mapping[int, float]) -> Verdict:
     every length, peak / tensor below 1 (:func:`exact_rule`); all_of the lengths."""
     if not peak or set(peak) != set(tensor):
         raise ValueError(f"need the same lengths for both; got {sorted(peak)} and {sorted(tensor)}")
+    check_within("memory", "the (H, T, T, D) tensor's size", tensor, 0.0, math.inf, positive=True)
     return all_of({
         f"T = {T}": exact_rule(
             peak[T] / tensor[T], 1.0, "below", n=1, what="peak memory / the (H, T, T, D) tensor's size"
@@ -304,6 +314,9 @@ def speed(pairs: Mapping[int, tuple[Mapping[Hashable, float], Mapping[Hashable, 
     lengths. Not testable here with no length measured."""
     if not pairs:
         return not_testable("no length where the naive terms tensor fits the preset's cap", n=0, null=0.0)
+    for T, (naive, efficient) in pairs.items():
+        for name, times in (("naive", naive), ("efficient", efficient)):
+            check_within("speed", f"the {name} seconds at T = {T}", times, 0.0, math.inf, positive=True)
     logs = {
         T: ({k: math.log(s) for k, s in naive.items()}, {k: math.log(s) for k, s in efficient.items()})
         for T, (naive, efficient) in pairs.items()

@@ -28,7 +28,7 @@ import numpy as np
 
 from attnlab.runner import thresholds
 from attnlab.runner.composite import all_of
-from attnlab.runner.stats import binomial_interval
+from attnlab.runner.stats import as_values, binomial_interval
 from attnlab.runner.verdicts import (
     DOES_NOT_HOLD,
     GATE,
@@ -38,6 +38,7 @@ from attnlab.runner.verdicts import (
     Side,
     Verdict,
     above_chance,
+    check_within,
     equivalence_rule,
     exact_rule,
     mean_rule,
@@ -104,8 +105,18 @@ def equivalence_at_zero(values: Sequence[float]) -> Verdict:
 
 
 def equivalence_points(fast: Seeds, base: Seeds, margin: float) -> Verdict:
-    """``fast`` - ``base`` (fractions, paired by seed name) in points (x100) within +-``margin``:
+    """``fast`` - ``base`` (fractions, paired by seed name) in points (x100) within +-``margin``; a score
+    beyond [-1, 2], which only a percentage given for a fraction gives, is refused:
     :func:`~attnlab.runner.verdicts.equivalence_rule`; at a margin of 0, :func:`equivalence_at_zero`."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < math.inf:
+        raise ValueError(
+            f"equivalence_points(): the margin is a finite number of points >= 0; got {margin!r}"
+        )
+    for name, scores in (
+        ("fast", fast),
+        ("base", base),
+    ):  # a score beyond [-1, 2] is no fraction, noisy or not
+        check_within("equivalence_points", f"{name} (fractions: 0.95, not 95)", scores, -1.0, 2.0)
     diffs = [100 * d for d in paired(fast, base)]
     return equivalence_rule(diffs, margin) if margin > 0 else equivalence_at_zero(diffs)
 
@@ -160,6 +171,9 @@ def verdict_collapsed_sharper(mass: Mapping[str, Seeds]) -> Verdict:
     (FAFO, CAFO)", from the distinct-token mass per seed of each (``mass[kind][seed]``): per seed, the smaller
     collapsed-OV mass minus the larger factorised-OV one, then :func:`~attnlab.runner.verdicts.mean_rule`
     above 0 by more than ``MIN_GAIN``. The four runs share their seeds (by name; otherwise ValueError)."""
+    missing = [k for k in ("FAFO", "FACO", "CAFO", "CACO") if k not in mass]
+    if missing:
+        raise ValueError(f"verdict_collapsed_sharper(): no masses for {missing}")
     fafo, faco, cafo, caco = (mass[k] for k in ("FAFO", "FACO", "CAFO", "CACO"))
     if not set(fafo) == set(faco) == set(cafo) == set(caco):
         raise ValueError("verdict_collapsed_sharper(): the four runs do not share their seeds")
@@ -228,6 +242,8 @@ def verdict_authors_share(ours: Seeds, theirs: float) -> Verdict:
     hold when the 95% t interval over our seeds lies above or below their value (the reason says which);
     inconclusive when it contains it (consistent with theirs; no margin of agreement is registered, so the
     row never holds); not testable when our seeds have no spread (every seed at 0 % or 100 %)."""
+    check_within("verdict_authors_share", "the authors' share (%)", theirs, 0.0, 100.0)
+    check_within("verdict_authors_share", "our shares (%)", ours, 0.0, 100.0)
     values = list(ours.values())
     return _at_margin_zero(values, float(theirs), AT_AUTHORS, f"the authors' {theirs:g} %")
 
@@ -275,6 +291,8 @@ def verdict_correct_with_weak_attention(accuracy: Seeds, mass: Seeds, chance: fl
     accuracy part decides."""
     if set(accuracy) != set(mass):
         raise ValueError("verdict_correct_with_weak_attention(): accuracy and mass have different seeds")
+    if isinstance(chance, bool) or not isinstance(chance, (int, float)) or not 0 <= chance < 1:
+        raise ValueError(f"verdict_correct_with_weak_attention(): chance lies in [0, 1); got {chance!r}")
     weak = mean_rule(list(mass.values()), "below", WEAK_MASS)
 
     def at(threshold: float) -> Verdict:
@@ -323,6 +341,8 @@ def sweep_position(ratios: Sequence[float]) -> list[float]:
     """Each ratio's place on the sweep, log(ratio / lowest) / log(highest / lowest), from 0 to 1: a slope
     against it is the rise of the fitted line across the whole sweep."""
     r = np.asarray(ratios, dtype=float)
+    if r.ndim != 1 or not len(r) or not (np.isfinite(r) & (r > 0)).all():
+        raise ValueError(f"sweep_position(): the ratios are positive numbers; got {list(ratios)}")
     span = math.log(r.max() / r.min())
     return (np.log(r / r.min()) / span).tolist() if span > 0 else [0.0] * len(r)
 
@@ -378,7 +398,7 @@ def verdict_alpha_rises(alphas: Sequence[float]) -> Verdict:
     """Fig. 4, "a faster QK circuit (larger r) ends with sharper attention", from the final alpha at each r
     (ascending) of the deterministic reduced dynamics: :func:`~attnlab.runner.verdicts.exact_rule` of the
     smallest rise of alpha from one r to the next, above 0."""
-    a = np.asarray(alphas, dtype=float)
+    a = np.asarray(as_values(alphas, "verdict_alpha_rises"), dtype=float)
     if len(a) < 2:
         return not_testable("one r only: no rise to measure", n=len(a), null=0.0)
     what = "the smallest rise of alpha from one r to the next"
@@ -391,7 +411,8 @@ def verdict_log_fit(r2: Sequence[float]) -> Verdict:
     hoc: above 0 beside it); not testable when a fit is NaN."""
     if len(r2) == 0:
         raise ValueError("no fits to judge")
-    values = [float(v) for v in r2]
+    values = as_values(r2, "verdict_log_fit")
+    check_within("verdict_log_fit", "R^2", values, -math.inf, 1.0)
     lowest = math.nan if any(math.isnan(v) for v in values) else min(values)
     what = "the lowest R^2 of mu_OV ~ log t"
     at = lambda bound: exact_rule(lowest, bound, "above", n=len(values), what=what)  # noqa: E731
@@ -415,6 +436,7 @@ def verdict_growth_regime(regime: str, r2_mu: float, r2_exp: float) -> Verdict:
         return Verdict(INCONCLUSIVE, why, n=1, rule=FIRST_INTEGRAL)
     if regime not in ("n mu_QK", "m e^mu_QK"):
         raise ValueError(f"unknown regime {regime!r}")
+    check_within("verdict_growth_regime", "R^2", [r2_mu, r2_exp], -math.inf, 1.0)
     if math.isnan(r2_mu) or math.isnan(r2_exp):
         return not_testable(f"too few points in the {regime} regime to fit", n=1, rule=FIRST_INTEGRAL)
     if regime == "n mu_QK":

@@ -33,6 +33,8 @@ from attnlab.runner.verdicts import (
     SLOPE,
     Side,
     Verdict,
+    check_count,
+    check_within,
     equivalence_rule,
     every_unit,
     exact_rule,
@@ -100,6 +102,9 @@ def verdict_at_offsets(means: Mapping[str, float], random_means: Mapping[str, Se
     :func:`verdict_energy_beyond_random` per name; not testable without a RoPE model."""
     if not means:
         return not_testable("no pretrained model with rotary positions", n=0)
+    missing = sorted(set(means) - set(random_means))
+    if missing:
+        raise ValueError(f"verdict_at_offsets(): no null draws for {missing}")
     return every_model(
         {name: verdict_energy_beyond_random(m, random_means[name]) for name, m in means.items()}
     )
@@ -112,6 +117,8 @@ def verdict_share_beyond_random(
     ``k`` of ``n`` heads with the property and the share of each of many draws of Gaussian weights of the
     same shapes. Both parts (:func:`all_of`): the share above ``threshold`` (:func:`share_rule`, Wilson
     interval over heads) and beyond the random draws' shares (:func:`rank_rule`)."""
+    check_count("verdict_share_beyond_random", "the heads with the property (k)", k, n)
+    check_within("verdict_share_beyond_random", "the random weights' shares", random_shares, 0.0, 1.0)
     if n < 1:
         return not_testable("no heads", n=0, null=threshold)
     return all_of({
@@ -125,6 +132,7 @@ def verdict_every_head_unstable(unstable: int, heads: int) -> Verdict:
     one model: a census of its fixed weights, so :func:`exact_rule` on the count of stable heads (holds at
     0: below 0.5; one stable head refutes it). Random weights are unstable in every head too; the claim is
     the paper's census, not a contrast with them (the row shows their share)."""
+    check_count("verdict_every_head_unstable", "the unstable heads", unstable, heads)
     if heads < 1:
         return not_testable("no heads", n=0, null=0.5, rule=EXACT)
     return exact_rule(heads - unstable, 0.5, "below", n=heads, what="the count of stable heads")
@@ -150,6 +158,7 @@ def verdict_no_unstable_heads(unstable: int, heads: int) -> Verdict:
     """Sanity check, S-D with a shared projection by construction: "no head's model-space form W^T L W has an
     eigenvalue with positive real part", from the count of such heads among ``heads``: :func:`exact_rule`,
     holds when the count is 0 (below 0.5); not testable without heads."""
+    check_count("verdict_no_unstable_heads", "the unstable heads", unstable, heads)
     if heads == 0:
         return not_testable("no model with a shared projection finished", n=0, null=0.5, rule=EXACT)
     return exact_rule(unstable, 0.5, "below", n=heads, what="the count of unstable heads")
@@ -168,6 +177,14 @@ def verdict_held_in_check(
     hold in check) and S-D degrades less than SA (:func:`paired_rule`, SA's degradation minus S-D's, paired
     by name, above 0). An S-D run that diverged refutes it; SA runs diverging where no S-D run did confirm
     it."""
+    if any(
+        isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0
+        for c in (sd_diverged, sa_diverged)
+    ):
+        raise ValueError(
+            "verdict_held_in_check(): the runs that diverged are counted by whole numbers >= 0; got "
+            f"{sd_diverged!r}, {sa_diverged!r}"
+        )
     if sd_diverged:
         return Verdict(DOES_NOT_HOLD, f"{sd_diverged} S-D run(s) without LayerNorm diverged",
                        n=len(sd_gaps), null=0.0, rule=DIVERGED)  # fmt: skip
@@ -288,6 +305,10 @@ def verdict_grows_with_size(
     had been seen: the reason says so, and, for the span, gives the slope rule's verdict without it), or with
     every seed's slope equal (e.g. every size at 0 % or 100 %)."""
     xs = [float(p) for p in params]
+    if not all(0 < x < math.inf for x in xs):
+        raise ValueError(f"verdict_grows_with_size(): parameter counts must be positive; got {xs}")
+    for seed, values in fractions.items():
+        check_within("verdict_grows_with_size", f"the fractions of seed {seed!r}", values, 0.0, 1.0)
     n = len(fractions)
     distinct = len(set(xs))
     if distinct < MIN_SIZES:  # a line through two sizes has no test at all: no verdict without the convention
@@ -364,6 +385,9 @@ def verdict_more_linear_layers(
     "S-D tolerates more leading ELU+1 layers than standard attention", from each variant's :func:`tolerated`
     count by seed: :func:`paired_rule`, S-D minus SA paired by seed, above 0. Not testable when both tolerate
     every layer in every seed (a ceiling: the counts cannot differ)."""
+    for name, counts in (("k_sd", k_sd), ("k_sa", k_sa)):
+        for seed, k in counts.items():
+            check_count("verdict_more_linear_layers", f"{name}[{seed!r}]", k, n_layers, low=-1)
     if not k_sd and not k_sa:
         return not_testable("no pair of models", n=0, null=0.0)
     if set(k_sd) == set(k_sa) and all(k_sd[s] == k_sa[s] == n_layers for s in k_sd):
@@ -433,6 +457,7 @@ def verdict_reallocation(
     least the paper's smallest, 47 % (a measured allocation that saves nothing refutes it); and each
     control's verdict in ``controls`` (:func:`verdict_allocation_control`)."""
     bound = PAPER_REALLOCATION["ppl_pct"][1]
+    check_within("verdict_reallocation", "the attention parameters saved (%)", saved, -math.inf, 100.0)
     if not cost:
         return not_testable("no reallocated model finished", n=0, null=bound)
     saved_mean = float(np.mean([float(s) for s in saved]))

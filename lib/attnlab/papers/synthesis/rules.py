@@ -35,6 +35,7 @@ from attnlab.runner.verdicts import (
     SLOPE,
     Side,
     Verdict,
+    check_within,
     gated,
     mean_rule,
     not_testable,
@@ -155,6 +156,7 @@ def sweep_trend(
     multi-layer LMs): ``slope_rule`` with x = log2 of each ratio, one slope per seed (not testable with fewer
     than ``min_ratios`` ratios, nor when no seed's value changes over the ratios: a floor or ceiling gives
     slopes of exactly 0, no spread)."""
+    check_within("sweep_trend", "the ratios eta_QK / eta_OV", ratios, 0.0, math.inf, positive=True)
     return slope_rule([math.log2(r) for r in ratios], by_seed, side, min_points=min_ratios)
 
 

@@ -111,6 +111,12 @@ def verdict_orthogonal(residuals: Sequence[float], tolerance: float = ORTHOGONAL
     """Alg. 1: "XSA's output is orthogonal to the token's own value", an identity, from |z_i . v_i| /
     (|y_i| |v_i|) per layer, sequence, head and seed: :func:`~attnlab.runner.verdicts.exact_rule` of the
     largest (values that are not a number, where |y_i| |v_i| = 0, left out) below ``tolerance``."""
+    if (
+        isinstance(tolerance, bool)
+        or not isinstance(tolerance, (int, float))
+        or not 0 <= tolerance < math.inf
+    ):
+        raise ValueError(f"verdict_orthogonal(): the tolerance is a finite number >= 0; got {tolerance!r}")
     values = np.asarray(residuals, float)
     finite = values[~np.isnan(values)]
     largest = float(finite.max()) if len(finite) else math.nan
@@ -422,6 +428,8 @@ def verdict_zero_shot_average(xsa_points: Seeded, sa_points: Seeded, testable: i
     """Table 2, the average: each model's accuracy (points) per seed averaged over the ``testable`` tasks (SA
     above their best trivial baseline): not testable when there is none, else
     :func:`~attnlab.runner.verdicts.paired_rule` of XSA minus SA above 0."""
+    if isinstance(testable, bool) or not isinstance(testable, int) or testable < 0:
+        raise ValueError(f"verdict_zero_shot_average(): testable counts tasks (>= 0); got {testable!r}")
     if testable == 0:
         return not_testable("no task where SA is above its trivial baselines", n=len(xsa_points), null=0.0)
     return paired_rule(xsa_points, sa_points, "above")
