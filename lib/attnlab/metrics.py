@@ -10,8 +10,40 @@ import torch
 import torch.nn.functional as F
 
 
+def _tensor(name: str, x: object, who: str, ndim: int | None = None, shape: str = "") -> torch.Tensor:
+    """``x`` checked to be a tensor (of ``ndim`` dims, described by ``shape``), else a ValueError naming
+    ``who`` and what it expected."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{who}: {name} must be a torch.Tensor {shape}; got {type(x).__name__}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{who}: {name} has shape {tuple(x.shape)}; expected {shape}")
+    return x
+
+
+def _fraction(name: str, value: object, who: str) -> None:
+    """A ValueError naming ``who`` unless ``value`` is a number in [0, 1] (NaN is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{who}: {name} must be a number in [0, 1]; got {value!r}")
+
+
+def _matrices(matrix: object, who: str) -> torch.Tensor:
+    """``matrix`` (..., m, n) checked: a tensor of at least two dims, finite; an integer one is read as
+    float64, so that a rank is never truncated to an integer. Returns the dtype-checked tensor."""
+    _tensor("matrix", matrix, who, shape="(..., m, n)")
+    assert isinstance(matrix, torch.Tensor)
+    if matrix.ndim < 2:
+        raise ValueError(f"{who}: matrix has shape {tuple(matrix.shape)}; expected (..., m, n)")
+    if not bool(torch.isfinite(matrix).all()):
+        raise ValueError(f"{who}: matrix holds NaN or infinite values")
+    return matrix if matrix.dtype.is_floating_point else matrix.double()
+
+
 def per_query_head(v: torch.Tensor, n_head: int) -> torch.Tensor:
     """Broadcast (B, H_kv, T, d) value heads to the (B, H, T, d) query heads they serve."""
+    if n_head % v.shape[1]:
+        raise ValueError(
+            f"per_query_head: {n_head} query heads is not a multiple of {v.shape[1]} value heads"
+        )
     return v.repeat_interleave(n_head // v.shape[1], dim=1)
 
 
@@ -49,6 +81,9 @@ def similarity_bias(layer: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
     Position 0 is left out: there a_00 = 1 and y_0 = v_0 whatever the model learned.
     """
+    missing = sorted({"pattern", "v", "y", "z"} - set(layer))
+    if missing:
+        raise ValueError(f"similarity_bias: the layer's intermediates lack {missing} (hf.capture gives them)")
     pattern, y, z = layer["pattern"], layer["y"], layer["z"]  # (B, H, T, T), (B, H, T, d) x2
     B, H, T, _ = y.shape
     v = per_query_head(layer["v"], H)  # (B, H, T, d)
@@ -85,9 +120,18 @@ ProbFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 def attention_mass(attn: torch.Tensor, relevant: torch.Tensor) -> torch.Tensor:
     """Attention mass on the relevant positions: m_b = sum_j a_bj [j relevant], (B,) from ``attn`` (B, T)
     (one query row per example, e.g. the last position's attention, or a rollout row) and ``relevant`` (B, T)
-    bool."""
+    bool (or 0/1). ``attn`` holds attention weights: non-negative, each row summing to at most 1."""
+    _tensor("attn", attn, "attention_mass", shape="(B, T)")
+    _tensor("relevant", relevant, "attention_mass", shape="(B, T)")
     if attn.shape != relevant.shape:
         raise ValueError(f"attn {tuple(attn.shape)} and relevant {tuple(relevant.shape)} differ")
+    if relevant.dtype != torch.bool and not bool(((relevant == 0) | (relevant == 1)).all()):
+        raise ValueError("attention_mass: relevant marks positions: bool, or 0 and 1 only")
+    if bool((attn < 0).any()) or bool((attn.float().sum(-1) > 1.01).any()):  # 1 % slack: bf16 rows
+        raise ValueError(
+            "attention_mass: attn must be attention weights (non-negative, rows summing to at most 1), not "
+            "scores: apply softmax first"
+        )
     return (attn * relevant.to(attn.dtype)).sum(-1)
 
 
@@ -102,10 +146,17 @@ def attention_rollout(
 
     Returns the query row R[query] (B, T), or the whole R (B, T, T) with ``query=None``.
     """
+    if isinstance(patterns, torch.Tensor) or not isinstance(patterns, Sequence):
+        raise ValueError(
+            "attention_rollout: patterns must be a list of (B, H, T, T) tensors, one per layer; got "
+            f"{type(patterns).__name__}"
+        )
     if not patterns:
         raise ValueError("attention_rollout needs at least one layer")
+    _fraction("attn_weight", attn_weight, "attention_rollout")
     rollout = None
     for layer, pattern in enumerate(patterns):
+        _tensor(f"layer {layer}'s pattern", pattern, "attention_rollout", shape="(B, H, T, T)")
         shape = tuple(pattern.shape)
         if pattern.dim() != 4 or shape[-1] != shape[-2]:
             raise ValueError(
@@ -118,13 +169,23 @@ def attention_rollout(
             )
         if not torch.isfinite(pattern).all():
             raise ValueError(f"attention_rollout: layer {layer}'s pattern holds NaN or infinite values")
+        if bool((pattern < 0).any()):
+            raise ValueError(
+                f"attention_rollout: layer {layer}'s pattern holds negative values; it must be attention "
+                "weights (after softmax), not scores"
+            )
         A = pattern.float().mean(1)  # (B, T, T)
         eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
         A = attn_weight * A + (1.0 - attn_weight) * eye
         A = A / A.sum(-1, keepdim=True)
         rollout = A if rollout is None else A @ rollout
     assert rollout is not None  # patterns is not empty
-    return rollout if query is None else rollout[:, query]
+    if query is None:
+        return rollout
+    T = rollout.shape[-1]
+    if isinstance(query, bool) or not isinstance(query, int) or not -T <= query < T:
+        raise ValueError(f"attention_rollout: query must be a position in [-{T}, {T}) or None; got {query!r}")
+    return rollout[:, query]
 
 
 def top_k_positions(importance: torch.Tensor, k: float, valid: torch.Tensor | None = None) -> torch.Tensor:
@@ -133,8 +194,16 @@ def top_k_positions(importance: torch.Tensor, k: float, valid: torch.Tensor | No
     Positions outside ``valid`` (B, T) bool are never selected."""
     if not 0.0 < k <= 1.0:
         raise ValueError(f"k must be a fraction in (0, 1], got {k}")
+    _tensor("importance", importance, "top_k_positions", ndim=2, shape="(B, T)")
     if valid is None:
         valid = torch.ones_like(importance, dtype=torch.bool)
+    if not isinstance(valid, torch.Tensor) or valid.shape != importance.shape or valid.dtype != torch.bool:
+        got = (
+            f"{valid.dtype} {tuple(valid.shape)}" if isinstance(valid, torch.Tensor) else type(valid).__name__
+        )
+        raise ValueError(
+            f"top_k_positions: valid must be bool of importance's shape {tuple(importance.shape)}; got {got}"
+        )
     scores = importance.float().masked_fill(~valid, float("-inf"))
     order = torch.sort(scores, dim=-1, descending=True, stable=True).indices  # (B, T)
     n_keep = torch.clamp(torch.ceil(k * valid.sum(-1).double()).long(), min=1)  # (B,)
@@ -163,7 +232,7 @@ def faithfulness(
     Returns (B,) tensors ``comprehensiveness``, ``sufficiency``, ``p_full``, ``p_without``, ``p_only`` and
     ``predicted`` (the class), and the ``rationale`` mask (B, T).
     """
-    B, T = importance.shape
+    B, T = _tensor("importance", importance, "faithfulness", ndim=2, shape="(B, T)").shape
     if valid is None:
         valid = torch.ones(B, T, dtype=torch.bool, device=importance.device)
     rationale = top_k_positions(importance, k, valid)
@@ -208,6 +277,26 @@ def _as_numpy(x) -> np.ndarray:
     return np.asarray(x, dtype=float).reshape(-1)
 
 
+def _masses_and_probabilities(mass, true_prob, who: str) -> tuple[np.ndarray, np.ndarray]:
+    """``mass`` and ``true_prob`` as equal-length arrays of numbers in [0, 1]: NaN (a diverged model) and
+    values outside [0, 1] (a percentage for a fraction) are refused, naming how many, never binned or counted
+    as "not confident"."""
+    x, y = _as_numpy(mass), _as_numpy(true_prob)
+    if x.shape != y.shape or not len(x):
+        raise ValueError("mass and true_prob must be non-empty and of equal length")
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise ValueError(
+            f"{who}: {int(np.isnan(x).sum())} NaN masses and {int(np.isnan(y).sum())} NaN "
+            "probabilities; every example needs both"
+        )
+    tol = 0.01  # the rounding of a mass summed in bf16
+    outside = {n: int(((v < -tol) | (v > 1 + tol)).sum()) for n, v in (("masses", x), ("probabilities", y))}
+    if any(outside.values()):
+        counts = " and ".join(f"{k} {n}" for n, k in outside.items() if k)
+        raise ValueError(f"{who}: {counts} lie outside [0, 1]; give fractions, not percentages")
+    return x, y
+
+
 def dtap_histogram(mass, true_prob, edges: Sequence[float] = DTAP_EDGES) -> np.ndarray:
     """Distinct Token Attention-Prediction (DTAP) heatmap of one model (Fig. 2): the 2-D histogram of
     x = attention mass on distinct (relevant) tokens and y = probability of the true label, with bin ``edges``
@@ -217,10 +306,10 @@ def dtap_histogram(mass, true_prob, edges: Sequence[float] = DTAP_EDGES) -> np.n
     plot ``H.T`` with the y axis pointing up). Samples outside [edges[0], edges[-1]] are not counted but still
     count in the denominator. Average the arrays of several seeds for the paper's mean heatmap.
     """
-    x, y = _as_numpy(mass), _as_numpy(true_prob)
-    if x.shape != y.shape or not len(x):
-        raise ValueError("mass and true_prob must be non-empty and of equal length")
+    x, y = _masses_and_probabilities(mass, true_prob, "dtap_histogram")
     bins = np.asarray(edges, dtype=float)
+    if bins.ndim != 1 or len(bins) < 2 or not (np.diff(bins) > 0).all():
+        raise ValueError(f"dtap_histogram: edges must be at least two increasing numbers; got {edges!r}")
     hist, _, _ = np.histogram2d(x, y, bins=[bins, bins])
     return 100.0 * hist / len(x)
 
@@ -229,14 +318,9 @@ def attention_confidence(mass, true_prob, mass_threshold: float = 0.1, prob_thre
     """Attention confidence AC (inferred from the authors' SQuAD heatmaps): the % of examples whose attention
     mass on the relevant tokens is > ``mass_threshold`` AND whose true-answer probability is >
     ``prob_threshold`` (both 0.1)."""
-    x, y = _as_numpy(mass), _as_numpy(true_prob)
-    if x.shape != y.shape or not len(x):
-        raise ValueError("mass and true_prob must be non-empty and of equal length")
-    if np.isnan(x).any() or np.isnan(y).any():
-        raise ValueError(
-            f"attention_confidence: {int(np.isnan(x).sum())} NaN masses and {int(np.isnan(y).sum())} NaN "
-            "probabilities; every example needs both"
-        )
+    for name, value in (("mass_threshold", mass_threshold), ("prob_threshold", prob_threshold)):
+        _fraction(name, value, "attention_confidence")
+    x, y = _masses_and_probabilities(mass, true_prob, "attention_confidence")
     return float(100.0 * np.mean((x > mass_threshold) & (y > prob_threshold)))
 
 
@@ -251,9 +335,12 @@ def attention_confidence_model_correct(
     (The unconditional variant, the % of all examples that are correct and attention-confident, is
     ``attention_confidence`` of the correct subset times the accuracy.)
     """
-    x, y, ok = _as_numpy(mass), _as_numpy(true_prob), _as_numpy(correct).astype(bool)
-    if not (x.shape == y.shape == ok.shape) or not len(x):
+    x, y, flags = _as_numpy(mass), _as_numpy(true_prob), _as_numpy(correct)
+    if not (x.shape == y.shape == flags.shape) or not len(x):
         raise ValueError("mass, true_prob and correct must be non-empty and of equal length")
+    if not np.isin(flags, (0.0, 1.0)).all():
+        raise ValueError("attention_confidence_model_correct: correct holds True/False (or 1/0) per example")
+    ok = flags.astype(bool)
     if not ok.any():
         return math.nan
     return attention_confidence(x[ok], y[ok], mass_threshold, prob_threshold)
@@ -270,6 +357,8 @@ def attention_confidence_model_correct(
 
 def _check_pattern_values(pattern: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Shape check; both as float32 or wider (bf16 inputs are promoted so the row sums stay exact)."""
+    _tensor("pattern", pattern, "contribution weights", shape="(B, H, T, T)")
+    _tensor("values", values, "contribution weights", shape="(B, H, T, D)")
     if pattern.ndim != 4 or values.ndim != 4 or pattern.shape[-1] != pattern.shape[-2]:
         shapes = f"{tuple(pattern.shape)}, {tuple(values.shape)}"
         raise ValueError(f"pattern must be (B, H, T, T) and values (B, H, T, D), got {shapes}")
@@ -385,6 +474,7 @@ def effective_rank(matrix: torch.Tensor) -> torch.Tensor:
     each (m, n) matrix of ``matrix`` (..., m, n): exp(H(p)) with p = sigma / sum(sigma) over the singular
     values and H(p) = -sum p log p, returned as (...). A single rotation plane (two equal singular values) has
     effective rank 2, the n x n identity n; a zero matrix 0."""
+    matrix = _matrices(matrix, "effective_rank")
     return _entropy_rank(torch.linalg.svdvals(matrix.double())).to(matrix.dtype)
 
 
@@ -418,6 +508,7 @@ def stable_rank(matrix: torch.Tensor) -> torch.Tensor:
     (..., m, n), returned as (...) (docs/papers/sd-routing.md, "Rank measures"). Small singular values count
     by their energy, so unlike the entropy rank a long tail of tiny ones barely moves it. One rotation plane
     gives 2, the n x n identity n, a zero matrix 0."""
+    matrix = _matrices(matrix, "stable_rank")
     return _stable_rank(torch.linalg.svdvals(matrix.double()).square()).to(matrix.dtype)
 
 
@@ -426,6 +517,7 @@ def participation_ratio(matrix: torch.Tensor) -> torch.Tensor:
     ``matrix`` (..., m, n), returned as (...) (docs/papers/sd-routing.md, "Rank measures"): the number of
     equally strong directions with the same spread of energy. One rotation plane gives 2, the n x n identity
     n, a zero matrix 0."""
+    matrix = _matrices(matrix, "participation_ratio")
     return _participation_ratio(torch.linalg.svdvals(matrix.double()).square()).to(matrix.dtype)
 
 
@@ -435,13 +527,15 @@ def top_plane_share(matrix: torch.Tensor) -> torch.Tensor:
     measures"). For an antisymmetric matrix the singular values come in equal pairs, one pair per rotation
     plane, so this is the energy of its strongest plane: 1 for a single plane, 2/n for a rotation spread
     evenly over n/2 planes. A zero matrix gives 0."""
+    matrix = _matrices(matrix, "top_plane_share")
     return _top_plane_share(torch.linalg.svdvals(matrix.double()).square()).to(matrix.dtype)
 
 
 def rank_measures(matrix: torch.Tensor) -> dict[str, torch.Tensor]:
     """``effective_rank``, ``stable_rank``, ``participation_ratio`` and ``top_plane_share`` of each matrix
     of ``matrix`` (..., m, n) from one singular value decomposition, each (...) in ``matrix``'s dtype, keyed
-    by those names."""
+    by those names (float64 for an integer ``matrix``)."""
+    matrix = _matrices(matrix, "rank_measures")
     sigma = torch.linalg.svdvals(matrix.double())
     s2 = sigma.square()
     out = {
@@ -467,6 +561,15 @@ def routing_filtering(
     W_K^T W_Q, which are the nonzero eigenvalues of the rank-d form W_Q W_K^T); by default
     ``torch.linalg.eigvals(W)``. Zero eigenvalues never count as unstable.
     """
+    _tensor("W", W, "routing_filtering", shape="(..., n, n)")
+    if W.ndim < 2 or W.shape[-1] != W.shape[-2]:
+        raise ValueError(
+            f"routing_filtering: W has shape {tuple(W.shape)}; expected square forms (..., n, n)"
+        )
+    if not bool(torch.isfinite(W).all()):
+        raise ValueError("routing_filtering: W holds NaN or infinite values")
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float)) or not 0 <= rtol < 1:
+        raise ValueError(f"routing_filtering: rtol must be a number in [0, 1); got {rtol!r}")
     W = W.double()
     R, F_ = (W - W.transpose(-1, -2)) / 2, (W + W.transpose(-1, -2)) / 2
     total = W.square().sum((-2, -1))
