@@ -40,7 +40,7 @@ class WriteFailed(OSError):
 
 def make_parent(path: Path) -> None:
     """Create the folder of ``path``; a file where it (or a folder above it) should be, or a folder that
-    cannot be made, raises :class:`WriteFailed` naming ``path`` and what stands in the way."""
+    cannot be made, raises `WriteFailed` naming ``path`` and what stands in the way."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -57,8 +57,8 @@ def make_parent(path: Path) -> None:
 def atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """``write(f)`` into a temporary sibling of ``path``, flushed to disk, then renamed over ``path``. A
     failed write (``torch.save`` reports a full disk as "inline_container ... unexpected pos") raises
-    :class:`WriteFailed` naming ``path`` and the free space on its disk; nothing is left behind. A file where
-    its folder (or a folder above it) should be is named the same way (:func:`make_parent`)."""
+    `WriteFailed` naming ``path`` and the free space on its disk; nothing is left behind. A file where its
+    folder (or a folder above it) should be is named the same way (`make_parent`)."""
     path = Path(path)
     make_parent(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -5,7 +5,7 @@ output folder renamed aside while publishing (``figures/<scale>/.old-<paper>-<pi
 notebook (``build/notebooks/<scale>/<name>.partial-<pid>.ipynb``), a training run's folder holding only its
 ``config.json`` (the run failed before its first checkpoint) and a killed download's or extraction's
 temporary folder (``data/downloads/.tmp-<what>-<pid>-<random>``, ``data/.tmp-...``; the data code removes
-them only when it fetches that artifact again). :func:`remove_stale` deletes each of them whose process is no
+them only when it fetches that artifact again). `remove_stale` deletes each of them whose process is no
 longer alive (and, for a run folder, whose lock nobody holds); nothing is ever listed as a result. The
 previous complete outputs stay as they were: an old output folder whose replacement never arrived (the run
 was killed between publish's two renames) is renamed back into place, never deleted.
@@ -61,9 +61,9 @@ def _restore(old: Path) -> Path | None:
 
 
 def remove_stale() -> list[Path]:
-    """Delete :func:`stale_leftovers` (restoring, not deleting, an old output folder that nothing replaced:
-    :func:`_restore`) and the data folder's dead temporaries
-    (:func:`attnlab.data.artifacts.remove_dead_temporaries`); return what was removed."""
+    """Delete `stale_leftovers` (restoring, not deleting, an old output folder that nothing replaced:
+    `_restore`) and the data folder's dead temporaries
+    (`attnlab.data.artifacts.remove_dead_temporaries`); return what was removed."""
     data = paths.data_dir()
     removed = [*remove_dead_temporaries(data / "downloads"), *remove_dead_temporaries(data)]
     for path in stale_leftovers():

@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def nproc_default() -> int:
-    """Processes per node for :func:`launch`: ``ATTNLAB_NPROC`` (a positive integer), else 1."""
+    """Processes per node for `launch`: ``ATTNLAB_NPROC`` (a positive integer), else 1."""
     text = os.environ.get(NPROC_ENV, "1")
     try:
         nproc = int(text)
