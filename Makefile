@@ -61,8 +61,8 @@ lock: $(STAMP) ## write .ci/requirements-lock.txt from the environment the tests
 	  $(PY) -m pip freeze --exclude-editable | grep -v -e "^-e " -e "^torch=="; } > .ci/requirements-lock.txt
 
 reproduce: $(STAMP) ## run the notebooks (SCALE, NOTEBOOKS, PARAMS, NPROC) into build/, figures into figures/<scale>/
-	$(PY) -m attnlab.runner.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) \
-		$(if $(PARAMS),--params '$(subst ','\'',$(PARAMS))') $(if $(NPROC),--nproc $(NPROC))
+	$(PY) -m attnlab.runner.run $(if $(SCALE),--scale $(SCALE)) $(if $(NOTEBOOKS),--notebooks '$(NOTEBOOKS)') \
+		$(if $(PARAMS),--params '$(subst ','\'',$(value PARAMS))') $(if $(NPROC),--nproc $(NPROC))
 
 plan: $(STAMP) ## before a long run: every model a scale trains, its FLOPs and hours (SCALE, default gpu)
 	$(PY) -m attnlab.runner.plan --scale $(or $(SCALE),gpu) $(if $(NOTEBOOKS),--notebooks $(subst $(comma), ,$(NOTEBOOKS)))
@@ -97,7 +97,7 @@ format: $(STAMP) ## apply ruff fixes and formatting
 # attnlab.tools.examples stores the papers' notebooks (attnlab.runner.run --store) and the example ones, which
 # `make reproduce` leaves out (they judge no claim and write no figures)
 store-notebooks: $(STAMP) ## re-execute the notebooks at smoke scale on two threads and store their outputs (nbval checks them under another realisation)
-	ATTNLAB_CHECK_CODE_KEYS=1 OMP_NUM_THREADS=2 $(PY) -m attnlab.tools.examples --store $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+	ATTNLAB_CHECK_CODE_KEYS=1 OMP_NUM_THREADS=2 $(PY) -m attnlab.tools.examples --store $(if $(NOTEBOOKS),--notebooks '$(NOTEBOOKS)')
 
 clean: ## remove build outputs and the results cache (keeps .venv and downloaded data)
 	rm -rf build figures/smoke

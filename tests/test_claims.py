@@ -170,6 +170,69 @@ def test_a_damaged_run_folder_is_shown_incomplete_never_dropped_or_read(tmp_path
     assert f"## xsa: incomplete\n\n> Not read: {why}" in text and "| **holds** |" not in text
 
 
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (
+            lambda f: (f / "claims.csv").write_text((f / "claims.csv").read_text().replace("holds", "maybe")),
+            "row 1: 'maybe' is not a verdict",
+        ),
+        (lambda f: (f / "claims.csv").write_bytes(b'a,b\n"x\n\xff\x00'), "claims.csv cannot be read"),
+        (lambda f: (f / "claims.md").write_text(""), "claims.md is missing or has no title line"),
+    ],
+)
+def test_a_table_published_damaged_is_shown_incomplete_not_a_crash(tmp_path, monkeypatch, damage, why):
+    # the manifest is written after the damage: what publish itself wrote is still checked for readability
+    from attnlab.runner import report
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    folder = tmp_path / "cpu" / "xsa"
+    write_claims([Claim("Fig. 1", "c", "p", "o", Verdict(HOLDS))], folder, "XSA")
+    damage(folder)
+    manifest.write(folder)
+    row = report.overview("cpu").splitlines()[2]
+    assert row.startswith("| xsa | incomplete, not counted:") and why in row
+    text = write_report("cpu").read_text()
+    assert "## xsa: incomplete\n\n> Not read: " in text and why in text
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [(b"\xff\xfe\x00garbage", "is not text"), (b"not a manifest line\n", "line 1 is not '<sha256>  <file>'")],
+)
+def test_a_damaged_manifest_is_named_as_damaged(tmp_path, text, why):
+    folder = tmp_path / "xsa"
+    write_claims([Claim("Fig. 1", "c", "p", "o", Verdict(HOLDS))], folder, "XSA")
+    (folder / manifest.MANIFEST).write_bytes(text)
+    assert manifest.problems(folder) == [f"{manifest.MANIFEST} {why}: damaged"]
+
+
+def test_the_report_command_refuses_an_unknown_scale_and_names_an_unwritable_report(tmp_path, monkeypatch,
+                                                                                    capsys):  # fmt: skip
+    from attnlab.runner import report
+
+    monkeypatch.setenv("ATTNLAB_FIGURES", str(tmp_path))
+    for scale in ("huge", "", "../elsewhere"):
+        with pytest.raises(SystemExit) as exit_:
+            report.main(["--scale", scale])
+        assert exit_.value.code == 2 and "invalid choice" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing written anywhere
+    (tmp_path / "cpu" / "REPORT.md").mkdir(parents=True)  # where the report goes, a folder stands
+    with pytest.raises(SystemExit, match="cannot write the report at scale cpu: .*REPORT.md"):
+        report.main(["--scale", "cpu"])
+
+
+def test_the_report_helpers_name_a_bad_argument(tmp_path):
+    from attnlab.runner import report
+
+    with pytest.raises(TypeError, match="figure must be a claim's figure text"):
+        report.figure_file(tmp_path, None)  # type: ignore[arg-type]
+    folder = tmp_path / "xsa"
+    write_claims([Claim("Fig. 1", "c", "p", "o", Verdict(HOLDS))], folder, "XSA")
+    manifest.write(folder)
+    assert "| **holds** |" in report.claims_section(str(folder))  # type: ignore[arg-type]
+
+
 def test_verdict_changes_refuse_an_unknown_commit_and_an_empty_scale(tmp_path, monkeypatch):
     # a bad reference or a scale without tables once emptied the changes block of docs/verdicts.md
     from attnlab.runner import report

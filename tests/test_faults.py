@@ -49,6 +49,20 @@ def test_a_relative_figures_folder_is_pinned_absolute_and_the_source_tree_refuse
         paths.build_dir()
 
 
+def test_folders_that_cannot_be_created_or_named_are_refused_at_launch(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTNLAB_BUILD", "/proc/attnlab-x")  # /proc exists, but no folder can be made in it
+    with pytest.raises(ParameterError, match="ATTNLAB_BUILD='/proc/attnlab-x': cannot create"):
+        paths.pin_environment()
+    monkeypatch.setenv("ATTNLAB_BUILD", "~no-such-user-attnlab/b")
+    with pytest.raises(ParameterError, match="ATTNLAB_BUILD='~no-such-user-attnlab/b'"):
+        paths.pin_environment()
+    assert not (tmp_path / "~no-such-user-attnlab").exists()
+    monkeypatch.setenv("ATTNLAB_BUILD", "made/here")
+    paths.pin_environment()
+    assert (tmp_path / "made" / "here").is_dir()  # created at launch
+
+
 def test_the_runner_refuses_an_output_folder_in_the_source_tree(monkeypatch, capsys):
     from attnlab.runner.run import main
 

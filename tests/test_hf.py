@@ -3,6 +3,7 @@ SmolLM2-135M GGUF) and on this project's own GPT."""
 
 import json
 import os
+import re
 import time
 
 import numpy as np
@@ -559,3 +560,14 @@ def test_logits_at_kept_positions_run_the_last_mlp_only_there_and_equal_the_full
         hf.TextModel(model).logits(ids)
     assert seen == [(2, 9, width)]  # without keep: every position
     handle.remove()
+
+
+@pytest.mark.parametrize(
+    ("name", "match"),
+    [("/nonexistent/model", "no such folder or file"), ("./missing.gguf", "no such folder or file"),
+     ("a/b/c", "nor a hub name"), ("bad name!!", "nor a hub name")],
+)  # fmt: skip
+def test_a_missing_path_or_malformed_name_is_refused_naming_it(name, match, monkeypatch):
+    monkeypatch.setattr(hf, "hub_offline", lambda: False)  # refused even where the hub could answer
+    with pytest.raises(ParameterError, match=f"model {re.escape(repr(name))}.*{match}"):
+        hf.check_model_name(name)

@@ -214,3 +214,24 @@ def test_seeds_beyond_torchs_range_are_refused():
     with pytest.raises(ParameterError, match=r"below 2\*\*63"):
         check_seeds([2**70], (0,))
     assert check_seeds([2**63 - 1], (0,)) == (2**63 - 1,)
+
+
+def test_a_misspelt_papermill_parameter_is_named_and_a_declared_one_is_not():
+    from attnlab.runner.params import unknown_injected
+
+    declared = 'scale: str = "auto"  # ...\nseeds: list[int] = []\n'
+    history = ["", "import os\n", declared, '# Parameters\nscale = "smoke"\nseed = 1\n', "exp = ...\n"]
+    assert unknown_injected(history) == ["seed"]
+    assert unknown_injected(history[:3] + ['# Parameters\nscale = "smoke"\nseeds = [0]\n']) == []
+    assert unknown_injected(history[:3]) == []  # run by hand: nothing injected, nothing refused
+
+
+def test_every_notebook_refuses_unknown_parameters_right_after_its_parameters():
+    import json
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        tagged = [i for i, c in enumerate(cells) if "parameters" in c["metadata"].get("tags", [])]
+        assert tagged, path.name
+        assert "\nrefuse_unknown_parameters()" in "".join(cells[tagged[0] + 1]["source"]), path.name

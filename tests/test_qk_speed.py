@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from attnlab.data.tokenizer import ByteTokenizer
 from attnlab.errors import ParameterError
 from attnlab.model import GPT, GPTConfig
-from attnlab.papers import qk_speed
+from attnlab.papers import qk_speed, xsa
 from attnlab.papers.qk_speed import plots, text_tasks
 from attnlab.papers.qk_speed.dynamics import simulate
 from attnlab.runner import run
@@ -317,9 +317,17 @@ def test_configure_and_runner_registration():
         "epochs": 0,
         "sva_epochs": 0,
     }
-    assert qk_speed.configure(workers=3).workers == 3 and qk_speed.configure().workers >= 1
+    assert qk_speed.configure(workers=1).workers == 1 and qk_speed.configure().workers >= 1
     with pytest.raises(ParameterError, match="workers must be"):
         qk_speed.configure(workers=-1)
+
+
+def test_more_workers_than_cores_are_refused_naming_the_cores(monkeypatch):
+    monkeypatch.setattr("attnlab.training.workers.available_cores", lambda: 4)
+    assert qk_speed.configure(workers=4).workers == 4
+    for paper in (qk_speed, xsa):  # more processes than cores would only share them
+        with pytest.raises(ParameterError, match="workers=5: this process may use 4 CPU core"):
+            paper.configure(scale="smoke", device="cpu", workers=5)
 
 
 def test_workers_default_without_an_affinity_call(monkeypatch):

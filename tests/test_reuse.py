@@ -335,9 +335,18 @@ def test_a_tokenizers_output_is_read_and_anything_else_refused(model, ids):
         (ids, {"attention_mask": 2 * ones}, "0/1"),
         (ids, {"attention_mask": gap}, "gaps"),
         (ids, {"attention_mask": short}, "two real tokens"),
+        (ids - ids.max() - 1, {}, "ids >= 0"),
+        (ids + model.get_input_embeddings().num_embeddings, {}, "below the model's vocabulary"),
+        (ids, {"batch_size": 0}, "batch_size must be a positive integer"),
     ]:
         with pytest.raises(ParameterError, match=match):
             reuse.measure(model, inputs, **kwargs)
+
+
+def test_anything_but_a_causal_lm_is_refused_naming_what_was_given(ids):
+    for call in (lambda: reuse.measure("x", ids), lambda: reuse.weight_measures(torch.nn.Linear(2, 2))):
+        with pytest.raises(ParameterError, match="expected a Hugging Face causal LM .* got (str|Linear)"):
+            call()
 
 
 def test_the_bench_times_each_part_of_measure(monkeypatch):

@@ -152,9 +152,21 @@ def test_nproc_reaches_the_notebook_kernels_through_the_environment(monkeypatch,
         target.write_text(json.dumps({"metadata": {}, "cells": []}))
 
     monkeypatch.setattr(run, "execute", execute)
+    monkeypatch.setattr(run, "available_cores", lambda: 4)
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--nproc", "4", "--quiet"]) == 0
     assert seen == ["4"]
     assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--nproc", "0"]) == 2
+    assert run.main(["--scale", "cpu", "--notebooks", "xsa", "--nproc", "5"]) == 2  # more than the cores
+    assert seen == ["4"]
+
+
+def test_a_bogus_realisation_is_refused_before_any_folder_is_touched(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("ATTNLAB_REALISATION", "bogus")
+    monkeypatch.setenv("ATTNLAB_BUILD", str(tmp_path / "build"))
+    assert run.main(["--scale", "smoke", "--notebooks", "xsa"]) == 2
+    assert "ATTNLAB_REALISATION='bogus'" in capsys.readouterr().err
+    assert not (tmp_path / "build").exists()
 
 
 def test_stored_notebooks_keep_outputs_but_not_timings_or_widgets(tmp_path):

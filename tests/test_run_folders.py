@@ -238,6 +238,16 @@ def test_make_params_reach_the_notebook(monkeypatch, tmp_path):
     assert (tmp_path / "build" / "notebooks" / "cpu" / f"{run_name}.ipynb").exists()
 
 
+def test_make_passes_notebooks_with_spaces_and_a_dollar_in_params_as_given():
+    make = ["make", "-n", "-o", ".venv/.installed", "reproduce", "SCALE=smoke", "NOTEBOOKS=xsa qk",
+            "PARAMS=corpus=$HOME/shards"]  # fmt: skip
+    shown = subprocess.run(make, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    line = next(line for line in shown.replace("\\\n", " ").splitlines() if "runner.run" in line)
+    command = shlex.split(line)
+    assert command[command.index("--notebooks") + 1] == "xsa qk"  # the runner names 'qk' as unknown
+    assert command[command.index("--params") + 1] == "corpus=$HOME/shards"  # not make's $H
+
+
 @pytest.mark.slow
 def test_a_notebook_run_by_papermill_writes_the_experiments_folder(monkeypatch, tmp_path):
     """The folder is the experiment's decision, so a notebook run without the runner (papermill here,

@@ -138,9 +138,19 @@ def check_model_name(name: str) -> None:
         raise ParameterError(f"a model must be a non-empty name or path, got {name!r}")
     if name in PRETRAINED or name in artifacts.ARTIFACTS or Path(name).expanduser().exists():
         return
+    if name.startswith(("/", ".", "~")) or name.endswith(".gguf"):
+        raise ParameterError(f"model {name!r}: no such folder or file")
     from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
 
-    if isinstance(try_to_load_from_cache(name, "config.json"), str) or not hub_offline():
+    try:
+        cached = try_to_load_from_cache(name, "config.json")
+    except HFValidationError as err:
+        raise ParameterError(
+            f"model {name!r} is neither a pinned model ({', '.join([*PRETRAINED, 'minilm'])}), an existing "
+            f"folder or file, nor a hub name ({str(err).splitlines()[0]})"
+        ) from None
+    if isinstance(cached, str) or not hub_offline():
         return
     why = "HF_HUB_OFFLINE is set" if os.environ.get("HF_HUB_OFFLINE") == "1" else "the hub does not answer"
     raise ParameterError(

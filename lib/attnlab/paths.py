@@ -46,7 +46,10 @@ def _folder(env: str, name: str) -> Path:
         if not os.environ[env].strip():
             raise ParameterError(f"{env} is set but empty; give a folder, or unset it for the default")
         # resolved first: "..", and symlinks into the source, are judged by where they lead
-        path = Path(os.environ[env]).expanduser().resolve()
+        try:
+            path = Path(os.environ[env]).expanduser().resolve()
+        except RuntimeError as err:  # "~user" of no such user
+            raise ParameterError(f"{env}={os.environ[env]!r}: {err}; give an absolute folder") from None
         root = repo_root()
         if root is not None:
             inside = [f for f in SOURCE_FOLDERS if path == root or path.is_relative_to(root / f)]
@@ -62,8 +65,8 @@ def _folder(env: str, name: str) -> Path:
 
 def pin_environment() -> None:
     """Set each of ``ATTNLAB_DATA``, ``ATTNLAB_BUILD`` and ``ATTNLAB_FIGURES`` that is given to its absolute
-    path (checked by :func:`_folder`, and refused when it, or the nearest folder above it that exists, is a
-    file or not writable: at launch, not inside a notebook), so that a process started elsewhere (a notebook
+    path (checked by :func:`_folder`, refused when it, or the nearest folder above it that exists, is a file
+    or not writable, and created: at launch, not inside a notebook), so that a process started elsewhere (a
     kernel runs in ``notebooks/``) finds the same folders."""
     for env, name in zip(FOLDER_ENVS, ("data", "build", "figures"), strict=True):
         if env in os.environ:
@@ -76,6 +79,13 @@ def pin_environment() -> None:
                 raise ParameterError(
                     f"{env}={os.environ[env]!r}: {existing} is {what}; give a writable folder"
                 )
+            try:  # created at launch: a folder that cannot exist there (/proc/x) fails now, not mid-run
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise ParameterError(
+                    f"{env}={os.environ[env]!r}: cannot create {path} ({err.strerror}); give a writable "
+                    "folder"
+                ) from None
             os.environ[env] = str(path)
 
 

@@ -164,6 +164,8 @@ def read_inputs(inputs: object, attention_mask: object = None) -> tuple[torch.Te
         raise ParameterError(
             f"input_ids must be integer token ids (N, T); got {ids.dtype} {tuple(ids.shape)}"
         )
+    if ids.numel() and int(ids.min()) < 0:
+        raise ParameterError(f"input_ids must be token ids >= 0; got {int(ids.min())}")
     if mask is None:
         if ids.shape[1] < 2:
             raise ParameterError(f"each sequence needs T >= 2 tokens; got {tuple(ids.shape)}")
@@ -180,6 +182,22 @@ def read_inputs(inputs: object, attention_mask: object = None) -> tuple[torch.Te
     if bool((end - start < 2).any()):
         raise ParameterError("every sequence needs at least two real tokens")
     return ids, None if bool(mask.all()) else mask
+
+
+def check_model(model: object, inputs: torch.Tensor | None = None) -> nn.Module:
+    """``model``, checked to be a Hugging Face causal LM (an ``nn.Module`` with a ``config``) and, given the
+    token ids ``inputs``, to have an embedding row for each id; a ParameterError otherwise."""
+    if not isinstance(model, nn.Module) or not hasattr(model, "config"):
+        raise ParameterError(
+            "expected a Hugging Face causal LM (an nn.Module with a .config, e.g. text_model().model); got "
+            f"{type(model).__name__}"
+        )
+    embeddings = getattr(model, "get_input_embeddings", None)
+    vocab = embeddings().num_embeddings if callable(embeddings) else None
+    if inputs is not None and vocab is not None and inputs.numel() and int(inputs.max()) >= vocab:
+        top = int(inputs.max())
+        raise ParameterError(f"input_ids must be below the model's vocabulary of {vocab}; got {top}")
+    return model
 
 
 def _spans(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -308,6 +326,9 @@ def sequence_measures(
     (sequences with the same real positions are measured together). ``batch_size`` sequences per forward
     pass."""
     input_ids, mask = read_inputs(inputs, attention_mask)
+    check_model(model, input_ids)
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ParameterError(f"batch_size must be a positive integer; got {batch_size!r}")
     if mask is None:
         mask = torch.ones_like(input_ids, dtype=torch.bool)
     starts, ends = _spans(mask)
@@ -360,6 +381,7 @@ def weight_measures(model: nn.Module, seed: int = 0, per_head: bool = False) -> 
     `random_heads` draws them (seeded by ``seed``: the same weights, the same shares). Head means per layer,
     or with ``per_head`` one row per (layer, head) (the null's head h is a draw, not a match of the model's
     head h)."""
+    check_model(model)
     gen = torch.Generator().manual_seed(seed)
     frames = []
     for layer, (wq, wk) in enumerate(hf_qk(model)):

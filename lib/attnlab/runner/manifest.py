@@ -8,6 +8,7 @@ unlisted file is shown as incomplete, with what is wrong, never dropped and neve
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from attnlab.data.artifacts import sha256_file
@@ -30,14 +31,20 @@ def write(folder: Path) -> None:
 
 
 def problems(folder: Path) -> list[str]:
-    """What is wrong with ``folder`` against its manifest: no manifest, a listed file missing or altered, a
-    file publish did not write. Empty: the folder is as publish left it."""
+    """What is wrong with ``folder`` against its manifest: no manifest, a damaged one, a listed file missing
+    or altered, a file publish did not write. Empty: the folder is as publish left it."""
     record = folder / MANIFEST
     if not record.is_file():
         return [f"no {MANIFEST}: not written by publish"]
+    try:
+        text = record.read_text()
+    except UnicodeDecodeError:
+        return [f"{MANIFEST} is not text: damaged"]
     listed: dict[str, str] = {}
-    for line in record.read_text().splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         digest, _, name = line.partition("  ")
+        if not (re.fullmatch(r"[0-9a-f]{64}", digest) and name):
+            return [f"{MANIFEST} line {number} is not '<sha256>  <file>': damaged"]
         listed[name] = digest
     found = []
     for name, digest in listed.items():

@@ -138,3 +138,47 @@ def check_subset(
     if unknown:
         raise ParameterError(f"{name}: unknown {unknown}; choose from {list(available)}")
     return tuple(chosen) or (available if default is None else tuple(default))
+
+
+#: The first line of the cell papermill injects after a notebook's ``parameters`` cell.
+INJECTED_HEADER = "# Parameters"
+
+
+def _assigned(source: str) -> set[str]:
+    """The names a cell's top-level assignments bind (``x = 1``, ``x: int = 1``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def unknown_injected(history: Sequence[str]) -> list[str]:
+    """The names papermill injected that the notebook's ``parameters`` cell does not declare, read from a
+    kernel's input history (IPython's ``In``): the last cell that starts with papermill's header
+    (:data:`INJECTED_HEADER`) against the cell run just before it. Empty where nothing was injected."""
+    for index in range(len(history) - 1, 0, -1):
+        if history[index].startswith(INJECTED_HEADER + "\n"):
+            return sorted(_assigned(history[index]) - _assigned(history[index - 1]))
+    return []
+
+
+def refuse_unknown_parameters() -> None:
+    """In a notebook kernel, raise a :class:`ParameterError` naming each parameter papermill injected that
+    the notebook does not take (``papermill -p seed 1`` where the notebook takes ``seeds``): papermill only
+    warns, and the value would be ignored. Outside IPython, or with nothing injected, it does nothing."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    unknown = unknown_injected(shell.user_ns.get("In", [])) if shell is not None else []
+    if unknown:
+        raise ParameterError(
+            f"unknown parameter(s) {unknown}: this notebook does not take them (its parameters cell lists "
+            "what it takes)"
+        )

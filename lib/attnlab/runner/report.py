@@ -26,6 +26,7 @@ from attnlab.papers.experiment import PARAMS_FILE, RUN_SEPARATOR
 from attnlab.runner import manifest
 from attnlab.runner.blocks import write_block
 from attnlab.runner.claims import COLUMNS, FDR, SMOKE_NOTE, by_chance
+from attnlab.runner.params import SCALES
 from attnlab.runner.verdicts import VERDICTS
 
 #: The column names of the overview, one per verdict word.
@@ -44,9 +45,34 @@ def run_folders(scale: str) -> list[Path]:
 
 def incomplete(folder: Path) -> str:
     """Why a run folder cannot be read as publish left it ("" when it can): its manifest's problems
-    (:func:`attnlab.runner.manifest.problems`), in one line."""
-    found = manifest.problems(folder)
+    (:func:`attnlab.runner.manifest.problems`), else its tables' (:func:`table_problems`), in one line."""
+    found = manifest.problems(folder) or table_problems(folder)
     return "; ".join(found[:3]) + (f" (and {len(found) - 3} more)" if len(found) > 3 else "")
+
+
+def table_problems(folder: Path) -> list[str]:
+    """What keeps the report from reading a run folder's tables: a ``claims.csv`` that does not parse or
+    lacks the columns every table has, a verdict that is not one of the four words (in a table judged by the
+    shared rule), a ``claims.md`` without a title line."""
+    try:
+        frame = pd.read_csv(folder / "claims.csv")
+    except FileNotFoundError:
+        return ["claims.csv is missing"]
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        return [f"claims.csv cannot be read ({str(err).splitlines()[0][:80]})"]
+    found = [f"claims.csv has no {c!r} column" for c in ("figure", "claim", "verdict") if c not in frame]
+    if not found and judged_by_the_rule(frame):
+        found += [
+            f"claims.csv row {i + 1}: {v!r} is not a verdict" for i, v in enumerate(frame["verdict"])
+            if v not in VERDICTS
+        ][:3]  # fmt: skip
+    try:
+        lines = (folder / "claims.md").read_text().splitlines()
+    except (FileNotFoundError, UnicodeDecodeError):
+        lines = []
+    if not lines or not lines[0].startswith("# "):
+        found.append("claims.md is missing or has no title line")
+    return found
 
 
 def paper_folders(scale: str) -> list[Path]:
@@ -87,6 +113,8 @@ def verdict_word(verdict: str) -> str:
 def figure_file(folder: Path, figure: str) -> str | None:
     """The PNG in ``folder`` that a claim's ``figure`` names ("Fig. 3" -> ``fig3_*.png``, "Table 2" ->
     ``table2*``), if exactly one matches; else None (the row links the folder)."""
+    if not isinstance(figure, str):
+        raise TypeError(f"figure_file: figure must be a claim's figure text, like 'Fig. 3'; got {figure!r}")
     found = re.match(r"(Fig|Table)\.?\s*(\d+)", figure)
     if found is None:
         return None
@@ -181,6 +209,7 @@ def claims_section(folder: Path) -> str:
     """One paper's claims, verdict first: verdict | figure (linked) | claim | ours | reason | evidence |
     detectable effect. A folder that is not as publish left it (:func:`incomplete`) is named with what is
     wrong, and nothing of it is read."""
+    folder = Path(folder)
     why = incomplete(folder)
     if why:
         return f"## {folder.name}: incomplete\n\n> Not read: {why}. Run its notebook again at this scale.\n"
@@ -378,12 +407,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m attnlab.runner.report", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--scale", default="cpu")
+    parser.add_argument("--scale", default="cpu", choices=SCALES)
     parser.add_argument("--readme", action="store_true", help="also rewrite the README's overview block")
     parser.add_argument("--changes-since", metavar="REF", help="list in docs/verdicts.md every verdict that "
                         "differs from the claims tables committed at git REF")  # fmt: skip
     args = parser.parse_args(argv)
-    print(write_report(args.scale))
+    try:
+        print(write_report(args.scale))
+    except OSError as err:  # a read-only or damaged figures folder: named, never a traceback
+        raise SystemExit(f"error: cannot write the report at scale {args.scale}: {err}") from None
     if args.changes_since:
         root = paths.repo_root()
         if root is None:

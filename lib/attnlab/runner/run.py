@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from attnlab import paths
+from attnlab import paths, realisation
 from attnlab.errors import ParameterError
 from attnlab.papers import PAPERS
 from attnlab.runner import manifest, provenance
@@ -38,6 +38,7 @@ from attnlab.runner.leftovers import remove_stale
 from attnlab.runner.params import SCALE_ENV, SCALES, parse_assignment, split_assignments
 from attnlab.runner.report import write_report
 from attnlab.training.launch import NPROC_ENV
+from attnlab.training.workers import available_cores
 
 
 def notebooks_dir() -> Path:
@@ -244,6 +245,20 @@ def cache_summary(before: dict[Path, int], after: dict[Path, int]) -> str:
     return f"computed {runs} training runs and {len(fresh) - runs} other results (now cached)"
 
 
+def check_nproc(nproc: int) -> None:
+    """``--nproc``: at least 1, and no more training processes than this node has GPUs (with CUDA) or CPU
+    cores (without): torchrun starts one process per GPU, or per core with the gloo backend."""
+    if nproc < 1:
+        raise ParameterError(f"--nproc must be at least 1; got {nproc}")
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    cores = available_cores()
+    limit, what = (gpus, f"{gpus} GPU(s)") if gpus else (cores, f"{cores} CPU core(s)")
+    if nproc > limit:
+        raise ParameterError(f"--nproc {nproc}: this node has {what}; give at most {limit}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab.runner.run", description=__doc__.split("\n")[0])
     parser.add_argument("--scale", choices=SCALES, help="default: gpu where CUDA is available, else cpu")
@@ -266,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
 
     names = [n for n in args.notebooks.replace(",", " ").split() if n] or list(PAPERS)
     try:
+        realisation.name()  # a bogus ATTNLAB_REALISATION is refused before any folder is touched
         paths.pin_environment()  # absolute folders, inherited by the kernels (which run in notebooks/)
     except ParameterError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -280,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         scale = choose_scale(args.scale, overrides, args.store)
         if args.store and (overrides or args.scale not in (None, "smoke")):
             raise ParameterError("--store runs the notebooks with their stored (smoke) parameters only")
-        if args.nproc is not None and args.nproc < 1:
-            raise ParameterError(f"--nproc must be at least 1; got {args.nproc}")
+        if args.nproc is not None:
+            check_nproc(args.nproc)
         plan = {n: resolve_parameters(n, overrides | ({} if args.store else {"scale": scale})) for n in names}
     except ParameterError as err:
         print(f"error: {err}", file=sys.stderr)

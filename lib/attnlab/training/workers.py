@@ -19,6 +19,8 @@ from typing import TypeVar
 import torch
 from tqdm import tqdm
 
+from attnlab.errors import ParameterError
+
 J = TypeVar("J")
 T = TypeVar("T")
 
@@ -41,6 +43,20 @@ def available_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def check_workers(workers: object) -> int:
+    """The ``workers`` parameter of a notebook, checked: 0 (one per available core) or a positive count of at
+    most the available cores (more processes than cores would only share them, each run slower)."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
+        raise ParameterError(f"workers must be a non-negative integer; got {workers!r}")
+    cores = available_cores()
+    if workers > cores:
+        raise ParameterError(
+            f"workers={workers}: this process may use {cores} CPU core(s); give at most {cores}, or 0 for "
+            "one per core"
+        )
+    return workers
 
 
 def worker_threads(workers: int) -> int:

@@ -45,7 +45,7 @@ from attnlab.runner.params import (
 )
 from attnlab.runner.plan import PlannedRun
 from attnlab.training.trainer import TrainConfig
-from attnlab.training.workers import available_cores
+from attnlab.training.workers import available_cores, check_workers
 
 # claims are judged after the computation: imported where used, outside the results' code keys
 if TYPE_CHECKING:
@@ -253,8 +253,7 @@ def configure(
     above 1); ``epochs``: the row-1 and ratio-sweep budget in epochs (early stop at ``loss_stop``);
     ``sva_epochs``: the SVA classifiers' epochs (the cosine schedule stretches with them); empty or 0: the
     preset's."""
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
-        raise ParameterError(f"workers must be a non-negative integer; got {workers!r}")
+    workers = check_workers(workers)
     workers = workers or available_cores()
     scale = check_scale(scale)
     preset = PRESETS[scale]

@@ -85,7 +85,7 @@ from attnlab.training.cache import (
 )
 from attnlab.training.launch import launch, nproc_default
 from attnlab.training.trainer import TrainResult, resolve_device
-from attnlab.training.workers import available_cores, run_in_workers
+from attnlab.training.workers import available_cores, check_workers, run_in_workers
 
 # claims are judged after the computation: imported where used, outside the results' code keys
 if TYPE_CHECKING:
@@ -527,8 +527,7 @@ def configure(
             f"got {lr_grid!r}"
         )
     steps = check_count("steps", steps)
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
-        raise ParameterError(f"workers must be a non-negative integer; got {workers!r}")
+    workers = check_workers(workers)
     device = check_device(device)
     if workers == 0:
         on_cpu = resolve_device(device).type == "cpu" and nproc_default() == 1
