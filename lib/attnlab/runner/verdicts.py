@@ -59,6 +59,9 @@ EXACT = "exact: a deterministic value vs a fixed bound"
 GATE = "gate: the model must beat its trivial baseline"
 RANK = "rank among many draws of the null: Monte Carlo p < 2.5% on either side"
 ORDER = "slope over layers vs the slopes of permuted layer orders: p < 2.5% on either side"
+#: The mean rule against a published value at a margin of zero (QK-speed's DTAP cell against the authors'):
+#: the 95% t interval over seeds refutes on either side and never holds.
+AT_REFERENCE = "the authors' value at margin 0: does not hold when the 95% t interval over seeds excludes it"
 
 
 @dataclass(frozen=True)

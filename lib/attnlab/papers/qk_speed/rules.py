@@ -30,6 +30,7 @@ from attnlab.runner import thresholds
 from attnlab.runner.composite import all_of
 from attnlab.runner.stats import as_values, binomial_interval
 from attnlab.runner.verdicts import (
+    AT_REFERENCE,
     DOES_NOT_HOLD,
     GATE,
     HOLDS,
@@ -228,7 +229,7 @@ def verdict_faithfulness(measure: str, fast: Seeds, base: Seeds) -> Verdict:
 
 
 #: The rule name of a run judged against the authors' printed value at a margin of zero.
-AT_AUTHORS = "the authors' value at margin 0: does not hold when the 95% t interval over seeds excludes it"
+AT_AUTHORS = AT_REFERENCE
 
 
 def verdict_authors_share(ours: Seeds, theirs: float) -> Verdict:
