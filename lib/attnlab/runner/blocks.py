@@ -45,3 +45,12 @@ def write_block(path: Path, start: str, end: str, body: str) -> bool:
     if new != text:
         verified.atomic(path, lambda f: f.write(new.encode("utf-8")))
     return new != text
+
+
+def show(text: str, page: Path | None, start: str, end: str) -> int:
+    """The end of a command that generates a block: print ``text``, and with ``page`` (its ``--write``) also
+    put it between ``start`` and ``end`` of that page (:func:`write_block`). Returns the exit status, 0."""
+    if page is not None:
+        write_block(page, start, end, text)
+    print(text)
+    return 0

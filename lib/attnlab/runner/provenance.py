@@ -208,11 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         started = dt.datetime.fromisoformat(args.started).replace(tzinfo=dt.UTC)
         at = {"commit": args.commit, "dirty": False}
         print(write_record(args.scale, args.record, started, args.minutes, load, args.computed, at))
-    text = page()
-    if args.write:
-        blocks.write_block(args.write, START, END, text)
-    print(text)
-    return 0
+    return blocks.show(page(), args.write, START, END)
 
 
 if __name__ == "__main__":

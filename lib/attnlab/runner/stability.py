@@ -144,11 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             f"no table of scale {args.scale!r} computed under the second realisation; run e.g. "
             f"ATTNLAB_REALISATION={SECOND} make reproduce SCALE={args.scale} NOTEBOOKS=synthesis"
         )
-    text = markdown(found, args.scale)
-    if args.write:
-        blocks.write_block(args.write, START, END, text)
-    print(text)
-    return 0
+    return blocks.show(markdown(found, args.scale), args.write, START, END)
 
 
 if __name__ == "__main__":
