@@ -216,7 +216,9 @@ def test_weight_measures_match_the_dense_forms(model):
         assert got.loc[layer, "routing_energy"] == pytest.approx(np.mean(energies), rel=1e-6)
         assert got.loc[layer, "routing_stable_rank"] == pytest.approx(np.mean(ranks), rel=1e-6)
         assert 0.3 < got.loc[layer, "routing_energy_random"] < 0.7  # Gaussian weights: about one half
+    threads = torch.get_num_threads()
     again = reuse.weight_measures(model)
+    assert torch.get_num_threads() == threads  # one thread within, the setting restored
     assert again.equals(reuse.weight_measures(model)) and again.equals(got.reset_index())
     other = reuse.weight_measures(model, seed=1)
     assert not other["routing_energy_random"].equals(again["routing_energy_random"])

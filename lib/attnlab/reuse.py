@@ -37,7 +37,8 @@ column of `COLUMNS` for that head (its mean over sequences); the layer rows are 
 
 **Cost.** A forward pass, and per head d x d products of the weights, a QR of the D x 2d factors
 [W_Q^h W_K^h] and an eigendecomposition of a 2d x 2d matrix (W has rank <= d; `low_rank_routing`), never a
-D x D matrix; the null needs the d x d products alone. `make bench` (`--only reuse`) times it.
+D x D matrix; the null needs the d x d products alone. These run on one thread (`_one_thread`), the forward
+pass on torch's setting. `make bench` (`--only reuse`) times it.
 
 Works for the decoder families whose attention modules have `q_proj`, `k_proj`, `v_proj` and `o_proj`
 (Llama, Mistral, Qwen2, SmolLM and most others; `attnlab.hf.attention_modules`). The form is the weights'
@@ -373,6 +374,18 @@ def forward_measures(
     return (per.groupby("layer").mean() if not per_head else per).reset_index()[[*keys, *FORWARD_COLUMNS]]
 
 
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Within the block torch uses one intra-op thread, as many small decompositions run fastest: threads
+    that contend for busy cores made `weight_measures` ten times slower on a shared two-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @torch.no_grad()
 def weight_measures(model: nn.Module, seed: int = 0, per_head: bool = False) -> pd.DataFrame:
     """The routing/filtering split of every head's query-key form (`low_rank_routing` of the query and key
@@ -385,12 +398,13 @@ def weight_measures(model: nn.Module, seed: int = 0, per_head: bool = False) -> 
     gen = torch.Generator().manual_seed(seed)
     frames = []
     for layer, (wq, wk) in enumerate(hf_qk(model)):
-        ours = low_rank_routing(wq, wk)
-        null = low_rank_routing(
-            torch.randn(wq.shape, generator=gen, dtype=torch.float64),
-            torch.randn(wk.shape, generator=gen, dtype=torch.float64),
-            stable_rank=False,
-        )
+        with _one_thread():
+            ours = low_rank_routing(wq, wk)
+            null = low_rank_routing(
+                torch.randn(wq.shape, generator=gen, dtype=torch.float64),
+                torch.randn(wk.shape, generator=gen, dtype=torch.float64),
+                stable_rank=False,
+            )
         frames.append(pd.DataFrame({
             "layer": layer, "head": np.arange(len(wq)),
             "routing_energy": ours["routing_energy"].cpu().numpy(),

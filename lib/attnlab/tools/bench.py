@@ -123,7 +123,7 @@ def protocol_times(name: str, scale: str, device: str, full: bool) -> dict[str, 
 def reuse_times(name: str, tokens: int, device: str) -> dict[str, tuple[float, float]]:
     """Seconds of each part of ``attnlab.reuse.measure`` on pinned model ``name`` over one sequence of
     ``tokens`` tokens (``REUSE_TEXT`` repeated), each as (wall clock, this process's CPU time, all threads):
-    ``load`` (the float32 folder into memory; converted first if missing, which this does not count),
+    ``load`` (the float32 folder into memory, every weight read; converted first if missing, not counted),
     ``forward`` (``forward_measures``: one pass and the forward-pass measures), ``weights``
     (``weight_measures``: every head's routing split and its Gaussian null) and ``measure``, the two together
     (what ``measure`` costs, the model loaded). On a shared machine the wall clock also counts the other
@@ -133,6 +133,8 @@ def reuse_times(name: str, tokens: int, device: str) -> dict[str, tuple[float, f
     hf.checkpoint(name)  # a missing folder is converted outside the timing
     marks = [(time.perf_counter(), time.process_time())]
     lm = reuse.text_model(model=name, device=device)
+    for p in lm.model.parameters():  # read in now: the weights are mapped from disk, read on first use
+        p.detach().sum()
     marks.append((time.perf_counter(), time.process_time()))
     text = lm.encode(REUSE_TEXT)
     ids = torch.tensor([(text * (tokens // len(text) + 1))[:tokens]])
