@@ -46,6 +46,7 @@ def text_data(olmo_files, tmp_path, monkeypatch):
 
 
 def test_the_text_runs_train_in_workers_on_a_cpu_only(monkeypatch):
+    monkeypatch.setattr("attnlab.training.workers.available_cores", lambda: 4)  # workers=3 on a 4-core CPU
     assert qk_speed.configure(scale="smoke", device="cpu", workers=2).text_workers == 1  # smoke: no workers
     exp = _smoke(3)
     assert exp.text_workers == exp.sva_runs.workers == exp.squad_runs.workers == 3
