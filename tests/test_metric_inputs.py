@@ -122,3 +122,15 @@ def test_a_rank_of_an_integer_matrix_is_not_truncated():
     assert stable_rank(m).item() == pytest.approx(1.25)
     assert rank_measures(m)["top_plane_share"].item() == pytest.approx(1.0)
     assert effective_rank(m.float()).dtype == torch.float32  # a float matrix keeps its dtype
+
+
+def test_nan_attention_or_values_are_refused_not_propagated():
+    nan_row = torch.tensor([[0.5, float("nan")]])
+    with pytest.raises(ValueError, match="attention_mass: attn holds NaN or inf"):
+        attention_mass(nan_row, torch.tensor([[True, False]]))
+    pattern = torch.full((1, 1, 2, 2), 0.5)
+    values = torch.ones(1, 1, 2, 3)
+    values[0, 0, 1, 0] = float("inf")
+    with pytest.raises(ValueError, match="contribution weights: values holds NaN or inf"):
+        contribution_weights(pattern, values)
+    assert torch.isfinite(contribution_weights(pattern, torch.ones(1, 1, 2, 3))).all()

@@ -127,6 +127,8 @@ def attention_mass(attn: torch.Tensor, relevant: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"attn {tuple(attn.shape)} and relevant {tuple(relevant.shape)} differ")
     if relevant.dtype != torch.bool and not bool(((relevant == 0) | (relevant == 1)).all()):
         raise ValueError("attention_mass: relevant marks positions: bool, or 0 and 1 only")
+    if attn.is_floating_point() and not bool(torch.isfinite(attn).all()):
+        raise ValueError("attention_mass: attn holds NaN or inf (a diverged model?)")
     if bool((attn < 0).any()) or bool((attn.float().sum(-1) > 1.01).any()):  # 1 % slack: bf16 rows
         raise ValueError(
             "attention_mass: attn must be attention weights (non-negative, rows summing to at most 1), not "
@@ -356,7 +358,8 @@ def attention_confidence_model_correct(
 
 
 def _check_pattern_values(pattern: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Shape check; both as float32 or wider (bf16 inputs are promoted so the row sums stay exact)."""
+    """Shape and finiteness check; both as float32 or wider (bf16 inputs are promoted so the row sums stay
+    exact)."""
     _tensor("pattern", pattern, "contribution weights", shape="(B, H, T, T)")
     _tensor("values", values, "contribution weights", shape="(B, H, T, D)")
     if pattern.ndim != 4 or values.ndim != 4 or pattern.shape[-1] != pattern.shape[-2]:
@@ -366,6 +369,9 @@ def _check_pattern_values(pattern: torch.Tensor, values: torch.Tensor) -> tuple[
         raise ValueError(
             f"pattern {tuple(pattern.shape)} and values {tuple(values.shape)} disagree on B, H or T"
         )
+    for name, x in (("pattern", pattern), ("values", values)):
+        if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            raise ValueError(f"contribution weights: {name} holds NaN or inf (a diverged model?)")
     dtype = torch.promote_types(torch.promote_types(pattern.dtype, values.dtype), torch.float32)
     return pattern.to(dtype), values.to(dtype)
 
